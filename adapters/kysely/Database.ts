@@ -1,0 +1,106 @@
+import type { Generated, Kysely } from "kysely"
+
+/**
+ * The tables of every area, as stored. Timestamps are fixed-width ISO 8601 UTC text, booleans are
+ * 0/1 integers and structured values JSON text, so SQLite and PostgreSQL hold identical rows.
+ */
+export interface Database {
+  users: UsersTable
+  billing_accounts: BillingAccountsTable
+  tenants: TenantsTable
+  api_keys: ApiKeysTable
+  contacts: ContactsTable
+  outbox_events: OutboxEventsTable
+}
+
+/** A 0/1 integer standing for a boolean. */
+export type Flag = 0 | 1
+
+export interface UsersTable {
+  id: string
+  email: string
+  token_lookup: string
+  token_hash: string
+  created_at: string
+}
+
+export interface BillingAccountsTable {
+  id: string
+  owner_user_id: string
+  name: string
+  created_at: string
+}
+
+export interface TenantsTable {
+  id: string
+  billing_account_id: string
+  name: string
+  slug: string
+  company_email: string | null
+  support_email: string | null
+  pricing_model_id: string | null
+  is_trial: Flag
+  trial_ends_at: string | null
+  is_active: Flag
+  subscription_tier: string
+  ai_features_enabled: Flag
+  multi_agent_mode: Flag
+  auto_summarize_on_close: string
+  auto_transcript_export_format: string
+  created_at: string
+  updated_at: string | null
+}
+
+export interface ApiKeysTable {
+  id: string
+  tenant_id: string
+  name: string | null
+  lookup: string
+  secret_hash: string
+  prefix: string
+  scopes: string
+  is_parent: Flag
+  expires_at: string | null
+  revoked_at: string | null
+  created_at: string
+}
+
+export interface ContactsTable {
+  id: string
+  tenant_id: string
+  name: string | null
+  phone: string | null
+  email: string | null
+  language: string | null
+  custom_fields: string
+  created_at: string
+  updated_at: string | null
+}
+
+export interface OutboxEventsTable {
+  /** Append order; the dispatcher reads in this order. */
+  seq: Generated<number>
+  id: string
+  tenant_id: string
+  type: string
+  event_id: string
+  created_at: string
+  data: string
+}
+
+/** The database handle every store takes: the root instance or a transaction of it. */
+export type Db = Kysely<Database>
+
+/**
+ * Unique indexes by name, so a violation reads the same on both dialects: PostgreSQL reports the
+ * index name, SQLite only the columns. Each migration that adds a unique index adds it here too.
+ */
+export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly table: string; readonly columns: ReadonlyArray<string> }> = [
+  { name: "users_email_unique", table: "users", columns: ["email"] },
+  { name: "users_token_lookup_unique", table: "users", columns: ["token_lookup"] },
+  { name: "tenants_slug_unique", table: "tenants", columns: ["slug"] },
+  { name: "api_keys_lookup_unique", table: "api_keys", columns: ["lookup"] },
+  { name: "contacts_tenant_phone_unique", table: "contacts", columns: ["tenant_id", "phone"] },
+  { name: "contacts_tenant_email_unique", table: "contacts", columns: ["tenant_id", "email"] },
+  { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] }
+]

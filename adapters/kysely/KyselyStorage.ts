@@ -1,0 +1,107 @@
+import SqliteDatabase from "better-sqlite3"
+import { Effect, Layer } from "effect"
+import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect } from "kysely"
+import pg from "pg"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import type { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import type { ContactStore } from "../../src/ports/ContactStore.ts"
+import type { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import type { Transactor } from "../../src/ports/Transactor.ts"
+import { KyselyConnection, transactorLayer } from "./Connection.ts"
+import type { Database } from "./Database.ts"
+import { type Dialect, migrate } from "./Migrations.ts"
+import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
+import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
+import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
+import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
+import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
+
+/** Every port the storage adapter provides. */
+export type Storage = Transactor | TenantStore | AccountStore | ApiKeyStore | ContactStore | OutboxStore
+
+/**
+ * Every store and the transactor over a Kysely instance you own (you migrate it with `migrate`
+ * and close it yourself). This is how an application with its own pool embeds the library.
+ */
+export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Storage> =>
+  Layer.mergeAll(
+    transactorLayer,
+    tenantStoreLayer,
+    accountStoreLayer,
+    apiKeyStoreLayer,
+    contactStoreLayer,
+    outboxStoreLayer
+  ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
+
+/** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */
+export const openSqlite = (path: string): Kysely<Database> => {
+  const database = new SqliteDatabase(path)
+  database.pragma("journal_mode = WAL")
+  database.pragma("synchronous = NORMAL")
+  database.pragma("busy_timeout = 5000")
+  database.pragma("foreign_keys = ON")
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+}
+
+/**
+ * A Kysely instance over a `pg` pool. BIGINT comes back as a number through this pool's own
+ * type parsers; the global `pg.types` are left alone so a host application is not affected.
+ */
+export const openPostgres = (connectionString: string, options: { readonly max?: number } = {}): Kysely<Database> => {
+  const types = new Map<number, (value: string) => unknown>([[20, (value) => Number(value)]])
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        types.get(oid) ?? pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser
+    }
+  })
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+}
+
+/** A Kysely instance over an in-process PGlite (a WASM PostgreSQL), for tests without a server. */
+export const openPglite = async (): Promise<Kysely<Database>> => {
+  const { PGlite } = await import("@electric-sql/pglite")
+  return new Kysely<Database>({ dialect: new PGliteDialect({ pglite: new PGlite() }) })
+}
+
+/** What a database URL selects: `file:PATH` or `:memory:` (SQLite), `postgres://…` (PostgreSQL). */
+export const parseDatabaseUrl = (
+  url: string
+): { readonly dialect: Dialect; readonly open: () => Kysely<Database> } => {
+  if (url === ":memory:") return { dialect: "sqlite", open: () => openSqlite(":memory:") }
+  if (url.startsWith("file:")) return { dialect: "sqlite", open: () => openSqlite(url.slice("file:".length)) }
+  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: "postgres", open: () => openPostgres(url) }
+  throw new Error(`DATABASE_URL must be file:PATH, :memory: or postgres://…, got ${JSON.stringify(url)}`)
+}
+
+/**
+ * Opens the database at `url`, migrates it, provides every store, and closes it when the layer
+ * is released. This is what the reference host uses.
+ */
+export const layerFromUrl = (url: string): Layer.Layer<Storage | KyselyConnection, Error> => {
+  const { dialect, open } = parseDatabaseUrl(url)
+  return layerManaged(Effect.sync(open), dialect)
+}
+
+/** Like `layerFromUrl`, for a Kysely instance made by `acquire`: migrated, then destroyed on release. */
+export const layerManaged = (
+  acquire: Effect.Effect<Kysely<Database>, Error>,
+  dialect: Dialect
+): Layer.Layer<Storage | KyselyConnection, Error> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const db = yield* Effect.acquireRelease(acquire, (db) => Effect.promise(() => db.destroy()))
+      yield* Effect.tryPromise({
+        try: () => migrate(db, dialect),
+        catch: (cause) => (cause instanceof Error ? cause : new Error(String(cause)))
+      })
+      return Layer.merge(layer(db, dialect), Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect })))
+    })
+  )
+
+export { type Dialect, migrate } from "./Migrations.ts"
+export { type Database } from "./Database.ts"
+export { KyselyConnection } from "./Connection.ts"

@@ -1,0 +1,54 @@
+import { type Kysely, sql } from "kysely"
+import { type Migration, Migrator } from "kysely/migration"
+import type { Database } from "./Database.ts"
+import * as Foundation from "./migrations/2026_11_22_0001_foundation.ts"
+
+/** The SQL dialects the adapter speaks. */
+export type Dialect = "sqlite" | "postgres"
+
+type Up = (db: Kysely<unknown>, dialect: Dialect) => Promise<void>
+
+// Names sort in the order they must run; a landed migration is never edited, only followed.
+const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
+  ["2026_11_22_0001_foundation", Foundation.up]
+]
+
+// Any fixed 64-bit number; it only has to differ from other applications' advisory locks.
+const MIGRATION_LOCK = 7_342_118_905_221n
+
+/**
+ * Brings the schema to the latest version. Idempotent. On PostgreSQL the whole run holds a
+ * session advisory lock on one connection, so processes starting together take turns instead of
+ * racing on `CREATE TABLE`; SQLite serialises writers by itself.
+ */
+export const migrate = async (db: Kysely<Database>, dialect: Dialect): Promise<void> => {
+  const run = async (conn: Kysely<Database>) => {
+    const migrator = new Migrator({
+      db: conn,
+      provider: {
+        getMigrations: async () =>
+          Object.fromEntries(
+            MIGRATIONS.map(([name, up]): [string, Migration] => [name, { up: (m) => up(m, dialect) }])
+          )
+      },
+      migrationTableName: "omni_migrations",
+      migrationLockTableName: "omni_migrations_lock"
+    })
+    const { error, results } = await migrator.migrateToLatest()
+    if (error !== undefined) {
+      const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown"
+      throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error
+      })
+    }
+  }
+  if (dialect === "sqlite") return run(db)
+  await db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK)})`.execute(conn)
+    try {
+      await run(conn)
+    } finally {
+      await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK)})`.execute(conn)
+    }
+  })
+}

@@ -1,0 +1,51 @@
+import { Effect, Layer, Option } from "effect"
+import { type ContactRecord, ContactStore } from "../../../src/ports/ContactStore.ts"
+import { KyselyConnection, query } from "../Connection.ts"
+import type { ContactsTable } from "../Database.ts"
+
+const fromRow = (row: ContactsTable): ContactRecord => ({
+  ...row,
+  custom_fields: JSON.parse(row.custom_fields) as Record<string, unknown>
+})
+
+const toRow = (contact: ContactRecord): ContactsTable => ({
+  ...contact,
+  custom_fields: JSON.stringify(contact.custom_fields)
+})
+
+/** `ContactStore` on Kysely. */
+export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnection> = Layer.effect(
+  ContactStore,
+  Effect.gen(function*() {
+    const connection = yield* KyselyConnection
+    return ContactStore.of({
+      insert: (contact) =>
+        query(connection, (db) => db.insertInto("contacts").values(toRow(contact)).execute()).pipe(Effect.asVoid),
+      get: (tenantId, id) =>
+        query(connection, (db) =>
+          db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).where("id", "=", id)
+            .executeTakeFirst())
+          .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
+      update: (tenantId, contact) => {
+        const { id: _id, tenant_id: _tenant, created_at: _created, ...changes } = toRow(contact)
+        return query(connection, (db) =>
+          db.updateTable("contacts").set(changes).where("tenant_id", "=", tenantId).where("id", "=", contact.id)
+            .executeTakeFirst())
+          .pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0))
+      },
+      list: (tenantId, window) =>
+        query(connection, async (db) => {
+          const items = await db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId)
+            .orderBy("created_at", "desc").orderBy("id", "desc").limit(window.limit).offset(window.offset).execute()
+          const count = await db.selectFrom("contacts").select((eb) => eb.fn.countAll().as("n"))
+            .where("tenant_id", "=", tenantId).executeTakeFirstOrThrow()
+          return { items: items.map(fromRow), total: Number(count.n) }
+        }),
+      findBy: (tenantId, field, value) =>
+        query(connection, (db) =>
+          db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).where(field, "=", value)
+            .executeTakeFirst())
+          .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow)))
+    })
+  })
+)

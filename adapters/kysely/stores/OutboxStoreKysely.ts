@@ -1,0 +1,33 @@
+import { Effect, Layer } from "effect"
+import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
+import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
+import { KyselyConnection, query } from "../Connection.ts"
+
+/** `OutboxStore` on Kysely. */
+export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
+  OutboxStore,
+  Effect.gen(function*() {
+    const connection = yield* KyselyConnection
+    return OutboxStore.of({
+      append: (events) =>
+        events.length === 0 ? Effect.void : query(connection, (db) =>
+          db.insertInto("outbox_events").values(events.map((event) => ({
+            id: event.id,
+            tenant_id: event.tenant_id,
+            type: event.type,
+            event_id: event.event_id,
+            created_at: event.created_at,
+            data: JSON.stringify(event.data)
+          }))).execute()).pipe(Effect.asVoid),
+      listByTenant: (tenantId, options) =>
+        query(connection, (db) => {
+          let q = db.selectFrom("outbox_events").select(["id", "tenant_id", "type", "event_id", "created_at", "data"])
+            .where("tenant_id", "=", tenantId)
+          if (options.type !== undefined) q = q.where("type", "=", options.type)
+          return q.orderBy("seq").limit(options.limit).execute()
+        }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> =>
+          rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }))
+        ))
+    })
+  })
+)

@@ -1,0 +1,38 @@
+import { Effect, Layer, Option } from "effect"
+import { type TenantRecord, TenantStore } from "../../../src/ports/TenantStore.ts"
+import { KyselyConnection, query } from "../Connection.ts"
+import type { TenantsTable } from "../Database.ts"
+import { fromFlag, toFlag } from "./Rows.ts"
+
+const fromRow = (row: TenantsTable): TenantRecord => ({
+  ...row,
+  is_trial: fromFlag(row.is_trial),
+  is_active: fromFlag(row.is_active),
+  ai_features_enabled: fromFlag(row.ai_features_enabled),
+  multi_agent_mode: fromFlag(row.multi_agent_mode)
+})
+
+/** `TenantStore` on Kysely. */
+export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection> = Layer.effect(
+  TenantStore,
+  Effect.gen(function*() {
+    const connection = yield* KyselyConnection
+    return TenantStore.of({
+      insert: (tenant) =>
+        query(connection, (db) =>
+          db.insertInto("tenants").values({
+            ...tenant,
+            is_trial: toFlag(tenant.is_trial),
+            is_active: toFlag(tenant.is_active),
+            ai_features_enabled: toFlag(tenant.ai_features_enabled),
+            multi_agent_mode: toFlag(tenant.multi_agent_mode)
+          }).execute()).pipe(Effect.asVoid),
+      get: (tenantId) =>
+        query(connection, (db) => db.selectFrom("tenants").selectAll().where("id", "=", tenantId).executeTakeFirst())
+          .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
+      slugTaken: (slug) =>
+        query(connection, (db) => db.selectFrom("tenants").select("id").where("slug", "=", slug).executeTakeFirst())
+          .pipe(Effect.map((row) => row !== undefined))
+    })
+  })
+)

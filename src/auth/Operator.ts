@@ -1,0 +1,181 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { Conflict, type Forbidden, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { EMAIL_PATTERN, normalizeEmail } from "../kernel/Email.ts"
+import { newId } from "../kernel/Id.ts"
+import { ALL_SCOPES, isScope, type Scope } from "../kernel/Scope.ts"
+import { issueCredential, randomToken } from "../kernel/Secret.ts"
+import { addSeconds, now } from "../kernel/Timestamp.ts"
+import { AccountStore } from "../ports/AccountStore.ts"
+import { ApiKeyStore } from "../ports/ApiKeyStore.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+import { TenantStore } from "../ports/TenantStore.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { TenantService } from "../tenants/TenantService.ts"
+import { API_KEY_KIND, USER_TOKEN_KIND } from "./ApiKeyAuth.ts"
+
+/** A new API key; `api_key` is the only time the raw key is ever shown. */
+export interface IssuedApiKey {
+  readonly id: string
+  readonly api_key: string
+  readonly tenant_id: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly is_parent: boolean
+  readonly expires_at: string | null
+}
+
+/** A new user; `user_token` is the only time the raw token is ever shown. */
+export interface IssuedUser {
+  readonly user_id: string
+  readonly user_token: string
+}
+
+/** Everything `bootstrap` creates. */
+export interface Bootstrapped extends IssuedUser {
+  readonly billing_account_id: string
+  readonly tenant_id: string
+  readonly api_key: string
+}
+
+type OperatorError = InvalidRequest | NotFound | Conflict | StorageError
+
+/** The operator's commands (HOST.md's admin CLI): users, billing accounts, API keys, bootstrap. */
+export class Operator extends Context.Service<Operator, {
+  readonly createUser: (email: string) => Effect.Effect<IssuedUser, OperatorError>
+  readonly createBillingAccount: (
+    userId: string,
+    name?: string
+  ) => Effect.Effect<{ readonly billing_account_id: string }, OperatorError>
+  /** Issues a key in `tenantId`; `parent` keys may act in the billing account's other tenants. */
+  readonly createApiKey: (input: {
+    readonly tenantId: string
+    readonly scopes: ReadonlyArray<string>
+    readonly parent?: boolean
+    readonly name?: string
+    readonly expiresInSeconds?: number
+  }) => Effect.Effect<IssuedApiKey, OperatorError>
+  readonly revokeApiKey: (id: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, OperatorError>
+  /** A new owner user, a billing account they own, a tenant in it and a parent key holding every scope. */
+  readonly bootstrap: (input: {
+    readonly email?: string
+    readonly tenantName?: string
+  }) => Effect.Effect<Bootstrapped, OperatorError | Forbidden>
+}>()("omnichannel-core/auth/Operator") {
+  static readonly layer = Layer.effect(
+    Operator,
+    Effect.gen(function*() {
+      const accounts = yield* AccountStore
+      const keys = yield* ApiKeyStore
+      const tenantStore = yield* TenantStore
+      const tenants = yield* TenantService
+      const transactor = yield* Transactor
+
+      const createUser = Effect.fn("Operator.createUser")(function*(email: string) {
+        if (!EMAIL_PATTERN.test(email.trim()) || email.length > 254) {
+          return yield* InvalidRequest.single(["email"], `Not a valid email address: ${email}`)
+        }
+        const credential = yield* issueCredential(USER_TOKEN_KIND)
+        const id = yield* newId
+        yield* accounts.insertUser({
+          id,
+          email: normalizeEmail(email),
+          token_lookup: credential.lookup,
+          token_hash: credential.secretHash,
+          created_at: yield* now
+        }).pipe(Effect.catchTag("StorageError", (e): Effect.Effect<never, Conflict | StorageError> =>
+          e.reason === "UniqueViolation"
+            ? Effect.fail(new Conflict({ message: `A user with email ${normalizeEmail(email)} already exists` }))
+            : Effect.fail(e)))
+        return { user_id: id, user_token: credential.raw }
+      })
+
+      const createBillingAccount = Effect.fn("Operator.createBillingAccount")(function*(userId: string, name?: string) {
+        const user = yield* accounts.getUser(userId)
+        if (Option.isNone(user)) return yield* new NotFound({ message: `User ${userId} not found` })
+        const id = yield* newId
+        yield* accounts.insertBillingAccount({
+          id,
+          owner_user_id: userId,
+          name: name ?? user.value.email,
+          created_at: yield* now
+        })
+        return { billing_account_id: id }
+      })
+
+      const createApiKey = Effect.fn("Operator.createApiKey")(function*(input: {
+        readonly tenantId: string
+        readonly scopes: ReadonlyArray<string>
+        readonly parent?: boolean
+        readonly name?: string
+        readonly expiresInSeconds?: number
+      }) {
+        const unknown = input.scopes.filter((s) => !isScope(s))
+        if (unknown.length > 0) {
+          return yield* InvalidRequest.single(
+            ["scopes"],
+            `Unknown scope(s): ${unknown.join(", ")}. Known scopes: ${ALL_SCOPES.join(", ")}`
+          )
+        }
+        if (input.scopes.length === 0) return yield* InvalidRequest.single(["scopes"], "Give at least one scope")
+        const seconds = input.expiresInSeconds
+        if (seconds !== undefined && (!Number.isInteger(seconds) || seconds <= 0)) {
+          return yield* InvalidRequest.single(["expires_in_seconds"], "Must be a positive whole number of seconds")
+        }
+        if (Option.isNone(yield* tenantStore.get(input.tenantId))) {
+          return yield* new NotFound({ message: `Tenant ${input.tenantId} not found` })
+        }
+        const credential = yield* issueCredential(API_KEY_KIND)
+        const createdAt = yield* now
+        const scopes = [...new Set(input.scopes)].filter(isScope)
+        const key = {
+          id: yield* newId,
+          tenant_id: input.tenantId,
+          name: input.name ?? null,
+          lookup: credential.lookup,
+          secret_hash: credential.secretHash,
+          prefix: credential.prefix,
+          scopes,
+          is_parent: input.parent ?? false,
+          expires_at: seconds === undefined ? null : addSeconds(createdAt, seconds),
+          revoked_at: null,
+          created_at: createdAt
+        }
+        yield* keys.insert(key)
+        return {
+          id: key.id,
+          api_key: credential.raw,
+          tenant_id: key.tenant_id,
+          scopes,
+          is_parent: key.is_parent,
+          expires_at: key.expires_at
+        }
+      })
+
+      return Operator.of({
+        createUser,
+        createBillingAccount,
+        createApiKey,
+        revokeApiKey: Effect.fn("Operator.revokeApiKey")(function*(id: string) {
+          const revoked = yield* keys.revoke(id, yield* now)
+          if (Option.isNone(revoked)) return yield* new NotFound({ message: `API key ${id} not found` })
+          return { id, revoked: true as const }
+        }),
+        bootstrap: Effect.fn("Operator.bootstrap")(function*(input) {
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            const email = input.email ?? `owner-${(yield* randomToken(8)).toLowerCase()}@example.com`
+            const user = yield* createUser(email)
+            const principal = { kind: "user" as const, userId: user.user_id, email: normalizeEmail(email) }
+            const tenant = yield* tenants.create(principal, { name: input.tenantName ?? "My workspace" })
+            const key = yield* createApiKey({ tenantId: tenant.id, scopes: ALL_SCOPES, parent: true, name: "bootstrap" })
+            return {
+              user_id: user.user_id,
+              user_token: user.user_token,
+              billing_account_id: tenant.billing_account_id,
+              tenant_id: tenant.id,
+              api_key: key.api_key
+            }
+          }))
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,81 @@
+import { Effect, Schema } from "effect"
+import { route } from "../http/Route.ts"
+import { NotFound } from "../kernel/ApiError.ts"
+import { isUuid } from "../kernel/Id.ts"
+import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
+import { Contact, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+import { ContactService } from "./ContactService.ts"
+
+/** Default and largest `page_size` of `GET /contacts`. */
+export const CONTACTS_PAGE_SIZE = { default: 25, max: 100 } as const
+
+// A malformed id cannot name a contact: answer as for an unknown one.
+const contactId = (params: Readonly<Record<string, string>>) => {
+  const id = params.contact_id ?? ""
+  return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `Contact ${id} not found` }))
+}
+
+/** Every route of the contacts area. */
+export const contactRoutes = [
+  route({
+    method: "POST",
+    path: "/contacts",
+    operationId: "createContact",
+    summary: "Create a contact",
+    tag: "Contacts",
+    auth: { kind: "api_key", scopes: ["contacts:create"] },
+    body: CreateContactRequest,
+    response: { status: 201, schema: Contact, description: "The new contact" },
+    errors: [409, 422],
+    handle: ({ principal, body }) =>
+      Effect.flatMap(ContactService, (contacts) => contacts.create(principal.tenantId, body)).pipe(Effect.map(toContact))
+  }),
+  route({
+    method: "GET",
+    path: "/contacts",
+    operationId: "listContacts",
+    summary: "List contacts, newest first",
+    tag: "Contacts",
+    auth: { kind: "api_key", scopes: ["contacts:read"] },
+    query: Schema.Struct(pageQueryFields(CONTACTS_PAGE_SIZE.max)),
+    response: { status: 200, schema: ContactList, description: "One page of contacts" },
+    errors: [422],
+    handle: ({ principal, query }) =>
+      Effect.gen(function*() {
+        const page = toPageRequest(query, CONTACTS_PAGE_SIZE.default)
+        const { items, total } = yield* (yield* ContactService).list(principal.tenantId, page)
+        return { items: items.map(toContact), pagination: paginationInfo(page, total) }
+      })
+  }),
+  route({
+    method: "GET",
+    path: "/contacts/{contact_id}",
+    operationId: "getContact",
+    summary: "Get a contact",
+    tag: "Contacts",
+    auth: { kind: "api_key", scopes: ["contacts:read"] },
+    response: { status: 200, schema: Contact, description: "The contact" },
+    errors: [404],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* contactId(params)
+        return toContact(yield* (yield* ContactService).get(principal.tenantId, id))
+      })
+  }),
+  route({
+    method: "PATCH",
+    path: "/contacts/{contact_id}",
+    operationId: "updateContact",
+    summary: "Update a contact: only the fields sent change; null clears one",
+    tag: "Contacts",
+    auth: { kind: "api_key", scopes: ["contacts:update"] },
+    body: UpdateContactRequest,
+    response: { status: 200, schema: Contact, description: "The contact after the change" },
+    errors: [404, 409, 422],
+    handle: ({ principal, params, body }) =>
+      Effect.gen(function*() {
+        const id = yield* contactId(params)
+        return toContact(yield* (yield* ContactService).update(principal.tenantId, id, body))
+      })
+  })
+]

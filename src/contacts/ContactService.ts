@@ -1,0 +1,144 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { Conflict, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { normalizeEmail } from "../kernel/Email.ts"
+import { makeEvent } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { type ContactRecord, ContactStore } from "../ports/ContactStore.ts"
+import { OutboxStore } from "../ports/OutboxStore.ts"
+import { StorageError } from "../ports/StorageError.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { type CreateContactRequest, MAX_CUSTOM_FIELDS, toContact, type UpdateContactRequest } from "./Contact.ts"
+
+const notFound = (id: string) => new NotFound({ message: `Contact ${id} not found` })
+
+const FIELDS = ["name", "phone", "email", "language", "custom_fields"] as const
+
+/** Contacts: created, read, listed and updated within one tenant, announcing changes as events. */
+export class ContactService extends Context.Service<ContactService, {
+  readonly create: (
+    tenantId: string,
+    request: CreateContactRequest
+  ) => Effect.Effect<ContactRecord, InvalidRequest | Conflict | StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<ContactRecord, NotFound | StorageError>
+  readonly list: (
+    tenantId: string,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }, StorageError>
+  /** Applies the given fields; emits `contact.updated` only when something actually changed. */
+  readonly update: (
+    tenantId: string,
+    id: string,
+    request: UpdateContactRequest
+  ) => Effect.Effect<ContactRecord, NotFound | InvalidRequest | Conflict | StorageError>
+}>()("omnichannel-core/contacts/ContactService") {
+  static readonly layer = Layer.effect(
+    ContactService,
+    Effect.gen(function*() {
+      const contacts = yield* ContactStore
+      const outbox = yield* OutboxStore
+      const transactor = yield* Transactor
+
+      // Phone and email identify a contact within a tenant; a second contact may not claim either.
+      const ensureUnique = Effect.fnUntraced(function*(contact: ContactRecord) {
+        for (const field of ["phone", "email"] as const) {
+          const value = contact[field]
+          if (value === null) continue
+          const holder = yield* contacts.findBy(contact.tenant_id, field, value)
+          if (Option.isSome(holder) && holder.value.id !== contact.id) {
+            return yield* new Conflict({ message: `Contact ${holder.value.id} already has ${field} ${value}` })
+          }
+        }
+      })
+
+      // A concurrent writer can still win between the check and the write; the index then answers.
+      const uniqueViolationAsConflict = <A, E>(effect: Effect.Effect<A, E | StorageError>) =>
+        effect.pipe(Effect.mapError((e) =>
+          e instanceof StorageError && e.reason === "UniqueViolation"
+            ? new Conflict({ message: "Another contact already has this phone or email" })
+            : e
+        ))
+
+      return ContactService.of({
+        create: Effect.fn("ContactService.create")(function*(tenantId, request) {
+          if (request.name === undefined && request.phone === undefined && request.email === undefined) {
+            return yield* InvalidRequest.single(["body"], "Give at least one of name, phone or email", "missing")
+          }
+          const contact: ContactRecord = {
+            id: yield* newId,
+            tenant_id: tenantId,
+            name: request.name?.trim() ?? null,
+            phone: request.phone ?? null,
+            email: request.email === undefined ? null : normalizeEmail(request.email),
+            language: request.language ?? null,
+            custom_fields: request.custom_fields ?? {},
+            created_at: yield* now,
+            updated_at: null
+          }
+          return yield* uniqueViolationAsConflict(transactor.withTransaction(Effect.gen(function*() {
+            yield* ensureUnique(contact)
+            yield* contacts.insert(contact)
+            yield* outbox.append([
+              yield* makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } })
+            ])
+            return contact
+          })))
+        }),
+        get: Effect.fn("ContactService.get")(function*(tenantId, id) {
+          const found = yield* contacts.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          return found.value
+        }),
+        list: Effect.fn("ContactService.list")(function*(tenantId, page) {
+          return yield* contacts.list(tenantId, toWindow(page))
+        }),
+        update: Effect.fn("ContactService.update")(function*(tenantId, id, request) {
+          return yield* uniqueViolationAsConflict(transactor.withTransaction(Effect.gen(function*() {
+            const found = yield* contacts.get(tenantId, id)
+            if (Option.isNone(found)) return yield* notFound(id)
+            const before = found.value
+            const customFields: Record<string, unknown> = { ...before.custom_fields }
+            for (const [key, value] of Object.entries(request.custom_fields ?? {})) {
+              if (value === null) delete customFields[key]
+              else customFields[key] = value
+            }
+            if (Object.keys(customFields).length > MAX_CUSTOM_FIELDS) {
+              return yield* InvalidRequest.single(
+                ["body", "custom_fields"],
+                `A contact may hold at most ${MAX_CUSTOM_FIELDS} custom fields`
+              )
+            }
+            const pick = <K extends "name" | "phone" | "email" | "language">(key: K) =>
+              request[key] === undefined ? before[key] : request[key]
+            const email = pick("email")
+            const after: ContactRecord = {
+              ...before,
+              name: pick("name")?.trim() ?? null,
+              phone: pick("phone"),
+              email: email === null ? null : normalizeEmail(email),
+              language: pick("language"),
+              custom_fields: customFields
+            }
+            const changed = FIELDS.filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]))
+            if (changed.length === 0) return before
+            if (after.name === null && after.phone === null && after.email === null) {
+              return yield* InvalidRequest.single(["body"], "A contact keeps at least one of name, phone or email")
+            }
+            yield* ensureUnique(after)
+            const updated = { ...after, updated_at: yield* now }
+            yield* contacts.update(tenantId, updated)
+            yield* outbox.append([
+              yield* makeEvent({
+                type: "contact.updated",
+                tenantId,
+                data: { contact: toContact(updated), changed_fields: changed }
+              })
+            ])
+            return updated
+          })))
+        })
+      })
+    })
+  )
+}

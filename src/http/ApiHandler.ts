@@ -1,0 +1,171 @@
+import { Cause, Effect, Schema } from "effect"
+import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
+import { type ApiError, InvalidRequest, MissingScope } from "../kernel/ApiError.ts"
+import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+import { toErrorResponse } from "./ErrorResponse.ts"
+import { makeOpenApiDocument } from "./OpenApi.ts"
+import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
+import type { Route } from "./Route.ts"
+import { toValidationIssues } from "./ValidationIssues.ts"
+
+/** A web-standard request handler: mount it in any server that speaks `Request` / `Response`. */
+export type ApiHandler = (request: Request) => Promise<Response>
+
+/** Where the API is mounted and how large a body it takes. */
+export interface ApiHandlerOptions {
+  /** Path prefix of the API; default `/api/v1`. Embed under another prefix with e.g. `/messaging/api/v1`. */
+  readonly basePath?: string
+  /** Largest JSON body accepted, in bytes; default 1 MiB. */
+  readonly maxBodyBytes?: number
+}
+
+const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Response =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }
+  })
+
+interface CompiledRoute<R> {
+  readonly route: Route<R>
+  readonly segments: ReadonlyArray<string>
+  readonly decodeQuery: ((u: unknown) => Effect.Effect<unknown, Schema.SchemaError>) | undefined
+  readonly decodeBody: ((u: unknown) => Effect.Effect<unknown, Schema.SchemaError>) | undefined
+  readonly encodeResponse: (u: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+}
+
+const compile = <R>(route: Route<R>): CompiledRoute<R> => ({
+  route,
+  segments: route.path.split("/").filter((s) => s !== ""),
+  decodeQuery: route.query && Schema.decodeUnknownEffect(route.query, { errors: "all" }),
+  decodeBody: route.body && Schema.decodeUnknownEffect(route.body, { errors: "all", onExcessProperty: "error" }),
+  encodeResponse: Schema.encodeUnknownEffect(route.response.schema)
+})
+
+const matchPath = (
+  segments: ReadonlyArray<string>,
+  path: ReadonlyArray<string>
+): Record<string, string> | undefined => {
+  if (segments.length !== path.length) return undefined
+  const params: Record<string, string> = {}
+  for (let i = 0; i < segments.length; i++) {
+    const pattern = segments[i]!
+    const actual = path[i]!
+    if (pattern.startsWith("{")) params[pattern.slice(1, -1)] = actual
+    else if (pattern !== actual) return undefined
+  }
+  return params
+}
+
+const decodeSegments = (pathname: string): ReadonlyArray<string> | undefined => {
+  try {
+    return pathname.split("/").filter((s) => s !== "").map(decodeURIComponent)
+  } catch {
+    return undefined
+  }
+}
+
+const bearerOf = (request: Request): string | undefined => {
+  const header = request.headers.get("authorization")
+  const match = header === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header)
+  return match?.[1]
+}
+
+/**
+ * Builds the `/api/v1` handler over `routes`. Every answer is JSON; expected failures map through
+ * one table, and anything unexpected is logged and answered 500 without detail.
+ */
+export const makeApiHandler = <R>(
+  routes: ReadonlyArray<Route<R>>,
+  options: ApiHandlerOptions & { readonly title: string; readonly version: string }
+): Effect.Effect<ApiHandler, never, R | ApiKeyAuth> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<R | ApiKeyAuth>()
+    const auth = yield* ApiKeyAuth
+    const basePath = (options.basePath ?? "/api/v1").replace(/\/+$/, "")
+    const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+    const compiled = routes.map(compile)
+    const openApi = JSON.stringify(makeOpenApiDocument(routes as ReadonlyArray<Route<unknown>>, {
+      basePath,
+      title: options.title,
+      version: options.version
+    }))
+
+    const authenticate = (request: Request, route: Route<R>) =>
+      Effect.gen(function*() {
+        if (route.auth.kind === "user") return yield* auth.authenticateUser(bearerOf(request))
+        const principal = yield* auth.authenticate(bearerOf(request), request.headers.get("x-tenant-id") ?? undefined)
+        const required = route.auth.scopes
+        if (!required.some((scope) => principal.scopes.has(scope))) {
+          return yield* new MissingScope({ scopes: required })
+        }
+        return principal
+      })
+
+    const run = (request: Request, match: CompiledRoute<R>, params: Record<string, string>, url: URL) =>
+      Effect.gen(function*() {
+        const principal: ApiKeyPrincipal | UserPrincipal = yield* authenticate(request, match.route)
+        const query = match.decodeQuery === undefined ? undefined : yield* match.decodeQuery(
+          Object.fromEntries(url.searchParams.entries())
+        ).pipe(Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["query"]) })))
+        const body = match.decodeBody === undefined ? undefined : yield* readJsonBody(request, maxBodyBytes).pipe(
+          Effect.flatMap((raw) =>
+            match.decodeBody!(raw).pipe(
+              Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["body"]) }))
+            )
+          )
+        )
+        const result = yield* match.route.handle({ principal, params, query, body })
+        const encoded = yield* Effect.orDie(match.encodeResponse(result))
+        return json(match.route.response.status, encoded)
+      })
+
+    const handle = (request: Request): Effect.Effect<Response, never, R> =>
+      Effect.gen(function*() {
+        const url = new URL(request.url)
+        if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
+          return json(404, { detail: "Not Found" })
+        }
+        const sub = url.pathname.slice(basePath.length)
+        if (sub === "/openapi.json" && request.method === "GET") {
+          return new Response(openApi, { headers: { "content-type": "application/json; charset=utf-8" } })
+        }
+        const path = decodeSegments(sub)
+        if (path === undefined) return json(404, { detail: "Not Found" })
+        const allowed: Array<string> = []
+        for (const candidate of compiled) {
+          const params = matchPath(candidate.segments, path)
+          if (params === undefined) continue
+          if (candidate.route.method !== request.method) {
+            allowed.push(candidate.route.method)
+            continue
+          }
+          return yield* run(request, candidate, params, url).pipe(
+            Effect.catch((error: ApiError | StorageError | PayloadTooLarge | UnsupportedMediaType) => {
+              if (error instanceof PayloadTooLarge) {
+                return Effect.succeed(json(413, { detail: `Request body too large; the limit is ${error.limit} bytes` }))
+              }
+              if (error instanceof UnsupportedMediaType) {
+                return Effect.succeed(json(415, { detail: "Content-Type must be application/json" }))
+              }
+              const answer = toErrorResponse(error)
+              return Effect.succeed(json(answer.status, answer.body, answer.headers))
+            })
+          )
+        }
+        if (allowed.length > 0) return json(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") })
+        return json(404, { detail: "Not Found" })
+      })
+
+    const runWith = Effect.runPromiseWith(context)
+    return (request: Request): Promise<Response> =>
+      runWith(handle(request).pipe(
+        // A defect: the cause goes to the log, never to the caller.
+        Effect.catchCause((cause) =>
+          Effect.as(
+            Effect.logError("unexpected failure", Cause.pretty(cause)),
+            json(500, { detail: "Internal server error" })
+          )
+        )
+      ))
+  })

@@ -1,0 +1,33 @@
+import type { ApiError } from "../kernel/ApiError.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+
+/** A status and JSON body to answer with, plus any headers. */
+export interface ErrorResponse {
+  readonly status: number
+  readonly body: unknown
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** The one table from expected failures to HTTP answers. */
+export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse => {
+  switch (error._tag) {
+    case "Unauthenticated":
+      return { status: 401, body: { detail: error.message }, headers: { "www-authenticate": "Bearer" } }
+    case "MissingScope":
+      return { status: 403, body: { detail: `Missing required permission(s): ${error.scopes.join(" or ")}` } }
+    case "Forbidden":
+      return { status: 403, body: { detail: error.message } }
+    case "NotFound":
+      return { status: 404, body: { detail: error.message } }
+    case "Conflict":
+      return { status: 409, body: { detail: error.message } }
+    case "InvalidRequest":
+      return { status: 422, body: { detail: error.issues } }
+    case "BadRequest":
+      return { status: 400, body: { detail: error.message } }
+    case "StorageError":
+      return error.isRetryable
+        ? { status: 503, body: { detail: "Storage is temporarily unavailable; retry shortly" }, headers: { "retry-after": "1" } }
+        : { status: 500, body: { detail: "Internal server error" } }
+  }
+}

@@ -1,0 +1,64 @@
+import type { Effect, Schema } from "effect"
+import type { ApiError } from "../kernel/ApiError.ts"
+import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
+import type { Scope } from "../kernel/Scope.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+
+/** A JSON schema the router decodes with; decoding and encoding need no services. */
+export type WireSchema<T> = Schema.Codec<T, unknown, never, never>
+
+/** Who may call a route: an API key holding any one of `scopes`, or a user token. */
+export type AuthRequirement =
+  | { readonly kind: "api_key"; readonly scopes: ReadonlyArray<Scope> }
+  | { readonly kind: "user" }
+
+/** What a route handler receives, already authenticated and decoded. */
+export interface RouteInput<P, Q, B> {
+  readonly principal: P
+  readonly params: Readonly<Record<string, string>>
+  readonly query: Q
+  readonly body: B
+}
+
+/** One operation of the API: its path, who may call it, its wire shapes and its use case. */
+export interface Route<R> {
+  readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
+  /** Path below the API base, with `{name}` parameters: `/contacts/{contact_id}`. */
+  readonly path: string
+  readonly operationId: string
+  readonly summary: string
+  readonly tag: string
+  readonly auth: AuthRequirement
+  readonly query?: WireSchema<unknown> | undefined
+  readonly body?: WireSchema<unknown> | undefined
+  readonly response: { readonly status: number; readonly schema: WireSchema<unknown>; readonly description: string }
+  /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
+  readonly errors: ReadonlyArray<number>
+  readonly handle: (
+    input: RouteInput<ApiKeyPrincipal | UserPrincipal, unknown, unknown>
+  ) => Effect.Effect<unknown, ApiError | StorageError, R>
+}
+
+type PrincipalOf<A extends AuthRequirement> = A extends { readonly kind: "user" } ? UserPrincipal : ApiKeyPrincipal
+
+/**
+ * Declares a route with its types tied together: the handler sees the decoded query and body
+ * and must return what the response schema encodes.
+ */
+export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefined>(definition: {
+  readonly method: Route<R>["method"]
+  readonly path: string
+  readonly operationId: string
+  readonly summary: string
+  readonly tag: string
+  readonly auth: A
+  readonly query?: WireSchema<Q>
+  readonly body?: WireSchema<B>
+  readonly response: { readonly status: number; readonly schema: WireSchema<O>; readonly description: string }
+  readonly errors?: ReadonlyArray<number>
+  readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O, ApiError | StorageError, R>
+}): Route<R> => ({
+  ...definition,
+  errors: definition.errors ?? [],
+  handle: definition.handle as Route<R>["handle"]
+})

@@ -1,0 +1,47 @@
+import { SchemaIssue } from "effect"
+import type { ValidationIssue } from "../kernel/ApiError.ts"
+
+const format = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const messageOf = (issue: SchemaIssue.Issue): string => format(issue).issues[0]?.message ?? "Invalid value"
+
+/**
+ * Flattens a Schema decoding issue into FastAPI-style `{loc, msg, type}` entries, one per
+ * failing field, with `loc` starting at `root` (`body`, `query`, …).
+ */
+export const toValidationIssues = (
+  issue: SchemaIssue.Issue,
+  root: ReadonlyArray<string>
+): Array<ValidationIssue> => {
+  const out: Array<ValidationIssue> = []
+  const walk = (node: SchemaIssue.Issue, path: ReadonlyArray<string | number>): void => {
+    const loc = [...path]
+    switch (node._tag) {
+      case "Pointer":
+        return walk(node.issue, [...path, ...node.path.map((p) => (typeof p === "number" ? p : String(p)))])
+      case "Composite":
+        return node.issues.forEach((child) => walk(child, path))
+      case "Encoding":
+        return walk(node.issue, path)
+      case "AnyOf":
+        if (node.issues.length === 0) {
+          out.push({ loc, msg: messageOf(node), type: "enum" })
+          return
+        }
+        return walk(node.issues[0]!, path)
+      case "MissingKey":
+        out.push({ loc, msg: "Field required", type: "missing" })
+        return
+      case "UnexpectedKey":
+        out.push({ loc, msg: "Unknown field", type: "extra_forbidden" })
+        return
+      case "InvalidType":
+        out.push({ loc, msg: messageOf(node), type: "type_error" })
+        return
+      default:
+        out.push({ loc, msg: messageOf(node), type: "value_error" })
+    }
+  }
+  walk(issue, root)
+  return out
+}

@@ -1,0 +1,53 @@
+import { Schema } from "effect"
+
+/** One problem with a request, FastAPI-style: where (`loc`), what (`msg`) and its kind (`type`). */
+export const ValidationIssue = Schema.Struct({
+  loc: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
+  msg: Schema.String,
+  type: Schema.String
+})
+/** One problem with a request. */
+export type ValidationIssue = typeof ValidationIssue.Type
+
+/** The credential is missing, malformed, unknown, revoked or expired (401). */
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", {
+  message: Schema.String
+}) {}
+
+/** The credential lacks every one of the scopes an operation accepts (403). */
+export class MissingScope extends Schema.TaggedError<MissingScope>()("MissingScope", {
+  scopes: Schema.Array(Schema.String)
+}) {}
+
+/** The caller may not do this, for a reason stated in `message` (403). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+
+/** The resource does not exist in the caller's tenant, or the caller may not know it exists (404). */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+
+/** The request collides with existing state, such as a taken slug (409). */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String
+}) {}
+
+/** The request body, query or headers failed validation (422, a list of issues). */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  issues: Schema.Array(ValidationIssue)
+}) {
+  /** One issue at `loc`. */
+  static single(loc: ReadonlyArray<string | number>, msg: string, type = "value_error"): InvalidRequest {
+    return new InvalidRequest({ issues: [{ loc: [...loc], msg, type }] })
+  }
+}
+
+/** A request the service cannot process as sent, with a plain message (400). */
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  message: Schema.String
+}) {}
+
+/** Every expected failure an API operation can answer with. */
+export type ApiError = Unauthenticated | MissingScope | Forbidden | NotFound | Conflict | InvalidRequest | BadRequest

@@ -1,0 +1,37 @@
+import { Effect, Schema } from "effect"
+import { newId } from "./Id.ts"
+import { now } from "./Timestamp.ts"
+
+/**
+ * The spec's standard event envelope. `id` is unique per emitted event; `event_id` is the key
+ * receivers de-duplicate on, equal to `id` unless the event names its own (a flow session id, …).
+ */
+export const EventEnvelope = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  event_id: Schema.String,
+  created_at: Schema.String,
+  tenant_id: Schema.String,
+  data: Schema.Record(Schema.String, Schema.Unknown)
+})
+/** The spec's standard event envelope. */
+export type EventEnvelope = typeof EventEnvelope.Type
+
+/** Builds an envelope stamped with a new id and the Clock's time. */
+export const makeEvent = (input: {
+  readonly type: string
+  readonly tenantId: string
+  readonly data: Readonly<Record<string, unknown>>
+  readonly eventId?: string
+}): Effect.Effect<EventEnvelope> =>
+  Effect.gen(function*() {
+    const id = yield* newId
+    return {
+      id,
+      type: input.type,
+      event_id: input.eventId ?? id,
+      created_at: yield* now,
+      tenant_id: input.tenantId,
+      data: input.data
+    }
+  })

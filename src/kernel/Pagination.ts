@@ -1,0 +1,45 @@
+import { Schema } from "effect"
+
+/** `page` (from 1) and `page_size` (1 to `maxSize`) query fields, decoded from strings. */
+export const pageQueryFields = (maxSize: number) => ({
+  page: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))),
+  page_size: Schema.optionalKey(
+    Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: maxSize }))
+  )
+})
+
+/** A page request after defaults are applied. */
+export interface PageRequest {
+  readonly page: number
+  readonly pageSize: number
+}
+
+/** Applies the defaults to decoded `page` / `page_size` query values. */
+export const toPageRequest = (
+  query: { readonly page?: number; readonly page_size?: number },
+  defaultSize: number
+): PageRequest => ({ page: query.page ?? 1, pageSize: query.page_size ?? defaultSize })
+
+/** Row window of a page request. */
+export const toWindow = (request: PageRequest): { readonly limit: number; readonly offset: number } => ({
+  limit: request.pageSize,
+  offset: (request.page - 1) * request.pageSize
+})
+
+/** The `pagination` object of list responses. */
+export const PaginationInfo = Schema.Struct({
+  page: Schema.Int,
+  page_size: Schema.Int,
+  total: Schema.Int,
+  total_pages: Schema.Int
+})
+/** The `pagination` object of list responses. */
+export type PaginationInfo = typeof PaginationInfo.Type
+
+/** Builds the `pagination` object for `total` rows. */
+export const paginationInfo = (request: PageRequest, total: number): PaginationInfo => ({
+  page: request.page,
+  page_size: request.pageSize,
+  total,
+  total_pages: Math.ceil(total / request.pageSize)
+})

@@ -1,0 +1,19 @@
+import type { Scope } from "./Scope.ts"
+
+/** Who an API request acts as, after authentication and `X-Tenant-ID` have been resolved. */
+export interface ApiKeyPrincipal {
+  readonly kind: "api_key"
+  readonly keyId: string
+  /** The tenant the request acts in: the key's own, or the sub-account named by `X-Tenant-ID`. */
+  readonly tenantId: string
+  /** The tenant the key was issued in. */
+  readonly homeTenantId: string
+  readonly scopes: ReadonlySet<Scope>
+}
+
+/** A user authenticated by a user token (tenant creation). */
+export interface UserPrincipal {
+  readonly kind: "user"
+  readonly userId: string
+  readonly email: string
+}

@@ -1,0 +1,26 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** An API key as stored: only the hash of its secret part. */
+export interface ApiKeyRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string | null
+  readonly lookup: string
+  readonly secret_hash: string
+  readonly prefix: string
+  readonly scopes: ReadonlyArray<string>
+  /** A parent key may act in every tenant of its tenant's billing account through `X-Tenant-ID`. */
+  readonly is_parent: boolean
+  readonly expires_at: string | null
+  readonly revoked_at: string | null
+  readonly created_at: string
+}
+
+/** API keys. Looked up by their public lookup part before any tenant is known. */
+export class ApiKeyStore extends Context.Service<ApiKeyStore, {
+  readonly insert: (key: ApiKeyRecord) => Effect.Effect<void, StorageError>
+  readonly findByLookup: (lookup: string) => Effect.Effect<Option.Option<ApiKeyRecord>, StorageError>
+  /** Marks the key revoked at `at`; `None` when no such key exists. Revoking twice keeps the first time. */
+  readonly revoke: (id: string, at: string) => Effect.Effect<Option.Option<ApiKeyRecord>, StorageError>
+}>()("omnichannel-core/ports/ApiKeyStore") {}

@@ -1,0 +1,35 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** A contact as stored. `phone` and `email` are each unique within a tenant. */
+export interface ContactRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string | null
+  readonly phone: string | null
+  readonly email: string | null
+  readonly language: string | null
+  readonly custom_fields: Readonly<Record<string, unknown>>
+  readonly created_at: string
+  readonly updated_at: string | null
+}
+
+/** Contacts; every method is scoped by tenant id. */
+export class ContactStore extends Context.Service<ContactStore, {
+  /** Stores a new contact; a duplicate phone or email fails with `UniqueViolation`. */
+  readonly insert: (contact: ContactRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<ContactRecord>, StorageError>
+  /** Replaces the stored contact `contact.id` of `tenantId`; `false` when it does not exist there. */
+  readonly update: (tenantId: string, contact: ContactRecord) => Effect.Effect<boolean, StorageError>
+  /** One page, newest first, and the tenant's total. */
+  readonly list: (
+    tenantId: string,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }, StorageError>
+  /** The tenant's contact holding `field` = `value`, if any. */
+  readonly findBy: (
+    tenantId: string,
+    field: "phone" | "email",
+    value: string
+  ) => Effect.Effect<Option.Option<ContactRecord>, StorageError>
+}>()("omnichannel-core/ports/ContactStore") {}

@@ -1,0 +1,32 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** A tenant (workspace) as stored, with its workspace defaults. */
+export interface TenantRecord {
+  readonly id: string
+  readonly billing_account_id: string
+  readonly name: string
+  readonly slug: string
+  readonly company_email: string | null
+  readonly support_email: string | null
+  readonly pricing_model_id: string | null
+  readonly is_trial: boolean
+  readonly trial_ends_at: string | null
+  readonly is_active: boolean
+  readonly subscription_tier: string
+  readonly ai_features_enabled: boolean
+  readonly multi_agent_mode: boolean
+  readonly auto_summarize_on_close: string
+  readonly auto_transcript_export_format: string
+  readonly created_at: string
+  readonly updated_at: string | null
+}
+
+/** Tenants. A tenant's id is its own scope: reads take the id the caller is authorised for. */
+export class TenantStore extends Context.Service<TenantStore, {
+  /** Stores a new tenant; a taken slug fails with `UniqueViolation` on `tenants_slug_unique`. */
+  readonly insert: (tenant: TenantRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
+  /** True when some tenant already uses `slug`. */
+  readonly slugTaken: (slug: string) => Effect.Effect<boolean, StorageError>
+}>()("omnichannel-core/ports/TenantStore") {}
