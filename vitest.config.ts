@@ -1,6 +1,18 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // The package's own entry points by name, as examples and users import them (tsconfig `paths` too).
+    alias: [
+      { find: /^omnichannel-core$/, replacement: here("./src/index.ts") },
+      { find: /^omnichannel-core\/kysely$/, replacement: here("./adapters/kysely/KyselyStorage.ts") },
+      { find: /^omnichannel-core\/node$/, replacement: here("./adapters/node/NodeListener.ts") },
+      { find: /^omnichannel-core\/testing$/, replacement: here("./test/conformance/index.ts") }
+    ]
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

@@ -1,0 +1,3 @@
+/** Contacts. */
+export { Contact, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+export { ContactService } from "./ContactService.ts"

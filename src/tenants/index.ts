@@ -1,0 +1,3 @@
+/** Sub-accounts. */
+export { CreateTenantRequest, Tenant, toTenant } from "./Tenant.ts"
+export { TenantService, TRIAL_DAYS } from "./TenantService.ts"
