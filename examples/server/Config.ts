@@ -1,0 +1,38 @@
+/** The reference host's settings, read from the environment as HOST.md documents them. */
+export interface HostConfig {
+  readonly port: number
+  readonly host: string
+  readonly databaseUrl: string
+  readonly dataDir: string
+  /** Base of URLs the host hands out; `http://HOST:PORT` (with the bound port) when unset. */
+  readonly publicUrl: string | undefined
+  readonly testClock: "manual" | undefined
+  readonly workers: number
+}
+
+const integer = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
+  if (raw === undefined || raw === "") return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+/** Reads and checks the configuration; throws with a message naming the bad variable. */
+export const readConfig = (env: Readonly<Record<string, string | undefined>>): HostConfig => {
+  const dataDir = env.OMNI_DATA_DIR || "./data"
+  const testClock = env.OMNI_TEST_CLOCK
+  if (testClock !== undefined && testClock !== "" && testClock !== "manual") {
+    throw new Error(`OMNI_TEST_CLOCK must be 'manual' or unset, got ${JSON.stringify(testClock)}`)
+  }
+  return {
+    port: integer("PORT", env.PORT, 3000, 0, 65535),
+    host: env.HOST || "127.0.0.1",
+    databaseUrl: env.DATABASE_URL || `file:${dataDir}/omnichannel.sqlite`,
+    dataDir,
+    publicUrl: env.OMNI_PUBLIC_URL || undefined,
+    testClock: testClock === "manual" ? "manual" : undefined,
+    workers: integer("OMNI_WORKERS", env.OMNI_WORKERS, 1, 0, 64)
+  }
+}

@@ -1,0 +1,9 @@
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { layerFromUrl } from "omnichannel-core/kysely"
+
+/** The storage layer for `DATABASE_URL`, creating the folder of a SQLite file first. */
+export const storageFor = (databaseUrl: string) => {
+  if (databaseUrl.startsWith("file:")) mkdirSync(dirname(databaseUrl.slice("file:".length)), { recursive: true })
+  return layerFromUrl(databaseUrl)
+}

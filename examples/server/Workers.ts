@@ -1,0 +1,36 @@
+import { setTimeout as sleep } from "node:timers/promises"
+
+/** Background workers polling for due work; `stop` waits for the current round to finish. */
+export interface Workers {
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Starts `count` loops that each run due work and, when none was found, wait `idleMs` (real
+ * time: the test clock moves "now", not the poll interval) before looking again.
+ */
+export const startWorkers = (
+  count: number,
+  drain: () => Promise<number>,
+  options: { readonly idleMs: number; readonly onError: (error: unknown) => void }
+): Workers => {
+  const controller = new AbortController()
+  const loop = async () => {
+    while (!controller.signal.aborted) {
+      let done = 0
+      try {
+        done = await drain()
+      } catch (error) {
+        options.onError(error)
+      }
+      if (done === 0) await sleep(options.idleMs, undefined, { signal: controller.signal }).catch(() => undefined)
+    }
+  }
+  const loops = Array.from({ length: count }, loop)
+  return {
+    stop: async () => {
+      controller.abort()
+      await Promise.all(loops)
+    }
+  }
+}

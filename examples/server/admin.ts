@@ -1,0 +1,109 @@
+import { Effect } from "effect"
+import { Auth, make } from "omnichannel-core"
+import { readConfig } from "./Config.ts"
+import { storageFor } from "./Storage.ts"
+
+/** `admin <command…> [--flag value …]`: the operator CLI of HOST.md. Prints one JSON object. */
+const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
+  bootstrap [--email E] [--tenant-name N]
+  api-key create --tenant ID --scopes a,b,c [--expires-in-seconds N] [--parent] [--name N]
+  api-key revoke --id ID
+  user create --email E
+  billing-account create --user ID [--name N]`
+
+type Flags = Readonly<Record<string, string | true>>
+
+const parse = (argv: ReadonlyArray<string>): { readonly words: Array<string>; readonly flags: Flags } => {
+  const words: Array<string> = []
+  const flags: Record<string, string | true> = {}
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (!arg.startsWith("--")) {
+      words.push(arg)
+      continue
+    }
+    const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined]
+    const next = argv[i + 1]
+    if (inline !== undefined) flags[name] = inline
+    else if (next !== undefined && !next.startsWith("--")) flags[name] = argv[++i]!
+    else flags[name] = true
+  }
+  return { words, flags }
+}
+
+class UsageError extends Error {}
+
+const text = (flags: Flags, name: string): string | undefined => {
+  const value = flags[name]
+  if (value === true) throw new UsageError(`--${name} needs a value`)
+  return value
+}
+const required = (flags: Flags, name: string): string => {
+  const value = text(flags, name)
+  if (value === undefined || value === "") throw new UsageError(`--${name} is required`)
+  return value
+}
+
+const command = (words: ReadonlyArray<string>, flags: Flags) =>
+  Effect.gen(function*() {
+    const operator = yield* Auth.Operator
+    switch (words.join(" ")) {
+      case "bootstrap":
+        return yield* operator.bootstrap({ email: text(flags, "email"), tenantName: text(flags, "tenant-name") })
+      case "api-key create": {
+        const seconds = text(flags, "expires-in-seconds")
+        const key = yield* operator.createApiKey({
+          tenantId: required(flags, "tenant"),
+          scopes: required(flags, "scopes").split(",").map((s) => s.trim()).filter((s) => s !== ""),
+          parent: flags.parent === true,
+          name: text(flags, "name"),
+          expiresInSeconds: seconds === undefined ? undefined : Number(seconds)
+        })
+        return key
+      }
+      case "api-key revoke":
+        return yield* operator.revokeApiKey(required(flags, "id"))
+      case "user create":
+        return yield* operator.createUser(required(flags, "email"))
+      case "billing-account create":
+        return yield* operator.createBillingAccount(required(flags, "user"), text(flags, "name"))
+      default:
+        throw new UsageError(words.length === 0 ? "no command given" : `unknown command: ${words.join(" ")}`)
+    }
+  })
+
+const describeFailure = (error: unknown): string => {
+  if (typeof error === "object" && error !== null && "_tag" in error) {
+    const e = error as { _tag: string; message?: string; issues?: ReadonlyArray<{ loc: ReadonlyArray<unknown>; msg: string }> }
+    if (e.issues !== undefined) return e.issues.map((i) => `${i.loc.join(".")}: ${i.msg}`).join("; ")
+    return e.message ?? e._tag
+  }
+  return error instanceof Error ? error.message : String(error)
+}
+
+const main = async () => {
+  const { words, flags } = parse(process.argv.slice(2))
+  if (flags.help === true || words[0] === "help") {
+    process.stderr.write(`${USAGE}\n`)
+    return 0
+  }
+  const config = readConfig(process.env)
+  const app = await make({ storage: storageFor(config.databaseUrl) })
+  try {
+    const result = await app.run(Effect.suspend(() => command(words, flags)))
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+    return 0
+  } finally {
+    await app.dispose()
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const usage = error instanceof UsageError || /UsageError/.test(String(error))
+    process.stderr.write(`admin: ${describeFailure(error instanceof Error && "cause" in error ? error.cause ?? error : error)}\n`)
+    if (usage) process.stderr.write(`${USAGE}\n`)
+    process.exit(usage ? 2 : 1)
+  }
+)

@@ -1,0 +1,42 @@
+import { mkdirSync } from "node:fs"
+import { make } from "omnichannel-core"
+import { makeManualClock } from "omnichannel-core/clock"
+import { serve } from "omnichannel-core/node"
+import { readConfig } from "./Config.ts"
+import { storageFor } from "./Storage.ts"
+import { withTestClockRoutes } from "./TestClockRoutes.ts"
+import { startWorkers } from "./Workers.ts"
+
+/** The reference host: migrate, serve `/api/v1`, run background workers, stop cleanly on SIGTERM. */
+const main = async () => {
+  const config = readConfig(process.env)
+  mkdirSync(config.dataDir, { recursive: true })
+  const clock = config.testClock === "manual" ? makeManualClock(Date.now()) : undefined
+  const app = await make({ storage: storageFor(config.databaseUrl), clock: clock?.clock })
+  const handler = clock === undefined ? app.handler : withTestClockRoutes(clock, app.drainDueWork, app.handler)
+  const workers = startWorkers(config.workers, app.drainDueWork, {
+    idleMs: 250,
+    onError: (error) => console.error("background work failed:", error)
+  })
+  const server = await serve(handler, { port: config.port, host: config.host })
+  console.log(`listening on ${server.url}`)
+
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    console.log(`${signal} received: finishing in-flight requests`)
+    await server.close()
+    await workers.stop()
+    await app.dispose()
+    console.log("stopped cleanly")
+    process.exit(0)
+  }
+  process.on("SIGTERM", () => void stop("SIGTERM"))
+  process.on("SIGINT", () => void stop("SIGINT"))
+}
+
+main().catch((error: unknown) => {
+  console.error(`could not start: ${error instanceof Error ? error.message : String(error)}`)
+  process.exit(1)
+})
