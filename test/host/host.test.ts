@@ -1,0 +1,205 @@
+import { mkdtempSync, rmSync, existsSync } from "node:fs"
+import { request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
+import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
+
+interface Backend {
+  readonly name: string
+  readonly setUp: () => Promise<{ readonly env: Record<string, string>; readonly tearDown: () => Promise<void> }>
+}
+
+const sqlite: Backend = {
+  name: "SQLite",
+  setUp: async () => {
+    const dir = mkdtempSync(join(tmpdir(), "omni-host-"))
+    return {
+      env: { OMNI_DATA_DIR: dir, DATABASE_URL: `file:${join(dir, "db", "omni.sqlite")}`, OMNI_TEST_CLOCK: "manual" },
+      tearDown: async () => rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+const postgres: Backend = {
+  name: "PostgreSQL",
+  setUp: async () => {
+    const dir = mkdtempSync(join(tmpdir(), "omni-host-"))
+    const database = await createPostgresDatabase(PG_URL!)
+    return {
+      env: { OMNI_DATA_DIR: dir, DATABASE_URL: database.url, OMNI_TEST_CLOCK: "manual" },
+      tearDown: async () => {
+        await database.drop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }
+  }
+}
+
+describe.each(PG_URL === undefined ? [sqlite] : [sqlite, postgres])("the reference host on $name", (backend) => {
+  let env: Record<string, string>
+  let tearDown: () => Promise<void>
+  let host: HostProcess
+
+  beforeAll(async () => {
+    ;({ env, tearDown } = await backend.setUp())
+    host = await startHost(env)
+  })
+  afterAll(async () => {
+    if (host.child.exitCode === null) await host.stop()
+    await tearDown()
+  })
+
+  it("walks the README tour: bootstrap, a sub-account, contacts in it through X-Tenant-ID", async () => {
+    const boot = await admin(env, "bootstrap", "--email", "owner@example.com", "--tenant-name", "Acme")
+    expect(Object.keys(boot).sort()).toEqual(["api_key", "billing_account_id", "tenant_id", "user_id", "user_token"])
+
+    const created = await http(host.url, "POST", "/api/v1/tenants", {
+      token: boot.user_token,
+      body: { name: "Acme Brazil" }
+    })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({
+      name: "Acme Brazil",
+      slug: "acme-brazil",
+      billing_account_id: boot.billing_account_id,
+      pricing_model_id: null,
+      is_active: true
+    })
+    const sub = created.body.id as string
+
+    const inSub = { token: boot.api_key, headers: { "X-Tenant-ID": sub } }
+    const contact = await http(host.url, "POST", "/api/v1/contacts", {
+      ...inSub,
+      body: { name: "Ana", phone: "+55 11 91234-5678", language: "pt_BR" }
+    })
+    expect(contact.status).toBe(201)
+    expect(contact.body).toMatchObject({ tenant_id: sub, phone: "+5511912345678" })
+
+    const listed = await http(host.url, "GET", "/api/v1/contacts", inSub)
+    expect(listed.body.items.map((c: { id: string }) => c.id)).toEqual([contact.body.id])
+    const parentList = await http(host.url, "GET", "/api/v1/contacts", { token: boot.api_key })
+    expect(parentList.body.pagination.total).toBe(0)
+  })
+
+  it("prints one JSON object per CLI command and fails with a message on stderr", async () => {
+    const user = await admin(env, "user", "create", "--email", "second@example.com")
+    const account = await admin(env, "billing-account", "create", "--user", user.user_id)
+    expect(account.billing_account_id).toMatch(/^[0-9a-f-]{36}$/)
+    const failed = await adminFailing(env, "api-key", "create", "--tenant", "missing", "--scopes", "contacts:read")
+    expect(failed.code).not.toBe(0)
+    expect(failed.stdout).toBe("")
+    expect(failed.stderr).toContain("Tenant missing not found")
+  })
+
+  it("refuses revoked keys, and expired ones once the test clock passes their expiry", async () => {
+    const boot = await admin(env, "bootstrap")
+    const key = await admin(env, "api-key", "create", "--tenant", boot.tenant_id, "--scopes", "contacts:read",
+      "--expires-in-seconds", "120")
+    expect(key.scopes).toEqual(["contacts:read"])
+    expect((await http(host.url, "GET", "/api/v1/contacts", { token: key.api_key })).status).toBe(200)
+
+    // The CLI stamps with the wall clock while the host's test clock stood still since start-up:
+    // move the host just past the key's expiry.
+    const hostNow = Date.parse((await http(host.url, "GET", "/_test/clock")).body.now)
+    const toExpiry = (Date.parse(key.expires_at) - hostNow) / 1000
+    await http(host.url, "POST", "/_test/clock/advance", { body: { seconds: toExpiry - 1 } })
+    expect((await http(host.url, "GET", "/api/v1/contacts", { token: key.api_key })).status).toBe(200)
+    const clock = await http(host.url, "POST", "/_test/clock/advance", { body: { seconds: 1 } })
+    expect(clock.status).toBe(200)
+    expect(clock.body.now).toBe(key.expires_at)
+    expect((await http(host.url, "GET", "/api/v1/contacts", { token: key.api_key })).status).toBe(401)
+
+    const doomed = await admin(env, "api-key", "create", "--tenant", boot.tenant_id, "--scopes", "contacts:read")
+    expect((await http(host.url, "GET", "/api/v1/contacts", { token: doomed.api_key })).status).toBe(200)
+    expect(await admin(env, "api-key", "revoke", "--id", doomed.id)).toEqual({ id: doomed.id, revoked: true })
+    const refused = await http(host.url, "GET", "/api/v1/contacts", { token: doomed.api_key })
+    expect(refused.status).toBe(401)
+    expect(refused.body).toEqual({ detail: "Invalid or missing API key" })
+    // Other keys of the tenant are unaffected.
+    expect((await http(host.url, "GET", "/api/v1/contacts", { token: boot.api_key })).status).toBe(200)
+  })
+
+  it("serves the test clock routes", async () => {
+    const before = await http(host.url, "GET", "/_test/clock")
+    const drained = await http(host.url, "POST", "/_test/drain")
+    expect(drained.status).toBe(200)
+    expect(drained.body.now).toBe(before.body.now)
+    const bad = await http(host.url, "POST", "/_test/clock/advance", { body: { seconds: -5 } })
+    expect(bad.status).toBe(422)
+  })
+
+  it("serves the OpenAPI document", async () => {
+    const doc = await http(host.url, "GET", "/api/v1/openapi.json")
+    expect(doc.body.openapi).toBe("3.1.0")
+    expect(Object.keys(doc.body.paths)).toContain("/api/v1/contacts")
+  })
+
+  it("finishes an in-flight request on SIGTERM, then exits 0", async () => {
+    const boot = await admin(env, "bootstrap")
+    const url = new URL("/api/v1/contacts", host.url)
+    const body = JSON.stringify({ name: "Late arrival" })
+    const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${boot.api_key}`, "content-type": "application/json", "content-length": body.length }
+      }, (res) => {
+        let text = ""
+        res.on("data", (c: Buffer) => (text += c.toString()))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }))
+      })
+      req.on("error", reject)
+      // Half the body now; the rest after the host was told to stop.
+      req.write(body.slice(0, 5))
+      setTimeout(() => req.end(body.slice(5)), 500)
+    })
+    await new Promise((r) => setTimeout(r, 200))
+    const exited = host.stop()
+    const answer = await response
+    expect(answer.status).toBe(201)
+    expect(JSON.parse(answer.text)).toMatchObject({ name: "Late arrival", tenant_id: boot.tenant_id })
+    expect(await exited).toBe(0)
+    expect(host.output()).toContain("stopped cleanly")
+
+    // The data survived the shutdown: a new process sees the contact.
+    host = await startHost(env)
+    const listed = await http(host.url, "GET", "/api/v1/contacts", { token: boot.api_key })
+    expect(listed.body.items.map((c: { name: string }) => c.name)).toEqual(["Late arrival"])
+  })
+})
+
+describe("the reference host's defaults", () => {
+  it("keeps SQLite data in OMNI_DATA_DIR when DATABASE_URL is unset", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "omni-defaults-"))
+    const host = await startHost({ OMNI_DATA_DIR: dir, DATABASE_URL: "" })
+    try {
+      expect(existsSync(join(dir, "omnichannel.sqlite"))).toBe(true)
+      expect(host.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    } finally {
+      await host.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("refuses to start with a bad setting, naming it", async () => {
+    await expect(startHost({ OMNI_WORKERS: "many" })).rejects.toThrow(/OMNI_WORKERS must be a whole number/)
+  })
+})
+
+describe.skipIf(PG_URL === undefined)("several hosts on one PostgreSQL (needs PG_URL)", () => {
+  it("start together without corrupting the schema, and share the data", async () => {
+    const database = await createPostgresDatabase(PG_URL!)
+    const env = { DATABASE_URL: database.url, OMNI_DATA_DIR: mkdtempSync(join(tmpdir(), "omni-pg-")) }
+    const hosts = await Promise.all([startHost(env), startHost(env), startHost({ ...env, OMNI_WORKERS: "0" })])
+    try {
+      const boot = await admin(env, "bootstrap")
+      const created = await http(hosts[0]!.url, "POST", "/api/v1/contacts", { token: boot.api_key, body: { name: "Shared" } })
+      const seen = await http(hosts[2]!.url, "GET", `/api/v1/contacts/${created.body.id}`, { token: boot.api_key })
+      expect(seen.body.name).toBe("Shared")
+    } finally {
+      expect(await Promise.all(hosts.map((h) => h.stop()))).toEqual([0, 0, 0])
+      await database.drop()
+    }
+  })
+})

@@ -1,0 +1,107 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+const run = promisify(execFile)
+
+/** The project root, where the host's scripts run from. */
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+
+/** A reference host running as a child process. */
+export interface HostProcess {
+  readonly url: string
+  readonly child: ChildProcess
+  /** Everything the host printed so far (stdout and stderr). */
+  readonly output: () => string
+  /** Sends SIGTERM and resolves with the exit code. */
+  readonly stop: () => Promise<number | null>
+}
+
+/**
+ * Starts `examples/server/main.ts` the way `npm start` does (tsx, on the Node that runs the
+ * tests), with `env` added, and resolves once it prints its `listening on` line.
+ */
+export const startHost = (env: Readonly<Record<string, string>>): Promise<HostProcess> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "examples/server/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: "0", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`host did not start within 60 s:\n${output}`))
+    }, 60_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening on (http:\/\/\S+)/.exec(output)
+      if (match !== null) {
+        clearTimeout(timer)
+        resolve({
+          url: match[1]!,
+          child,
+          output: () => output,
+          stop: () => {
+            child.kill("SIGTERM")
+            return exited
+          }
+        })
+      }
+    }
+    child.stdout.on("data", onData)
+    child.stderr.on("data", onData)
+    void exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`host exited with ${code} before listening:\n${output}`))
+    })
+  })
+
+/** Runs the operator CLI (`npm run admin`'s script) and parses the one JSON object it prints. */
+export const admin = async (
+  env: Readonly<Record<string, string>>,
+  ...args: ReadonlyArray<string>
+): Promise<any> => {
+  const { stdout } = await run(process.execPath, ["--import", "tsx", "examples/server/admin.ts", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env }
+  })
+  return JSON.parse(stdout)
+}
+
+/** Runs the operator CLI expecting failure; resolves with its exit code, stdout and stderr. */
+export const adminFailing = async (
+  env: Readonly<Record<string, string>>,
+  ...args: ReadonlyArray<string>
+): Promise<{ readonly code: number; readonly stdout: string; readonly stderr: string }> => {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "examples/server/admin.ts", ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env }
+    })
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string }
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr }
+  }
+}
+
+/** Calls the host's API and returns status and parsed body. */
+export const http = async (
+  base: string,
+  method: string,
+  path: string,
+  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+): Promise<{ readonly status: number; readonly body: any }> => {
+  const headers: Record<string, string> = { ...options.headers }
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+  if (options.body !== undefined) headers["content-type"] = "application/json"
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body)
+  })
+  const text = await response.text()
+  return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
+}
