@@ -47,8 +47,8 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
 export interface Omnichannel {
   /** The `/api/v1` handler: `(Request) => Promise<Response>`. */
   readonly handler: ApiHandler
-  /** Runs an Effect program against the library's services (operator commands, custom use cases). */
-  readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
+  /** Runs an Effect program against the library's services and ports (operator commands, custom use cases). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Services | StoragePorts>) => Promise<A>
   /** Runs every piece of background work that is due now, until nothing is; resolves to the units done. */
   readonly drainDueWork: () => Promise<number>
   /** Releases everything the storage layer acquired (closes a database it opened). */
@@ -57,7 +57,7 @@ export interface Omnichannel {
 
 /** Starts the library over the given storage: builds the services and the HTTP handler. */
 export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichannel> => {
-  const layer = servicesLayer.pipe(Layer.provide(options.storage))
+  const layer = servicesLayer.pipe(Layer.provideMerge(options.storage))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.
   const runtime = ManagedRuntime.make(
     options.clock === undefined ? layer : Layer.merge(layer, Layer.succeed(Clock.Clock, options.clock))

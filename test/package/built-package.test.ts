@@ -1,0 +1,92 @@
+import { execFile } from "node:child_process"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ROOT } from "../support/Host.ts"
+
+const run = promisify(execFile)
+
+// An application folder with the package installed as npm would: package.json and the built
+// dist/ under node_modules/omnichannel-core, and the peers the application itself provides.
+let app: string
+
+beforeAll(async () => {
+  app = mkdtempSync(join(tmpdir(), "omni-consumer-"))
+  const installed = join(app, "node_modules", "omnichannel-core")
+  mkdirSync(installed, { recursive: true })
+  await run(process.execPath, [join(ROOT, "node_modules", "tsup", "dist", "cli-default.js"), "--out-dir", join(installed, "dist")], {
+    cwd: ROOT
+  })
+  cpSync(join(ROOT, "package.json"), join(installed, "package.json"))
+  for (const peer of ["effect", "kysely", "better-sqlite3", "pg", "@types"]) {
+    symlinkSync(join(ROOT, "node_modules", peer), join(app, "node_modules", peer))
+  }
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", type: "module", private: true }))
+}, 180_000)
+
+afterAll(() => rmSync(app, { recursive: true, force: true }))
+
+describe("the built package, imported by name", () => {
+  it("lists a built file for every export", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      exports: Record<string, { types: string; import: string }>
+    }
+    for (const [name, target] of Object.entries(pkg.exports)) {
+      expect(() => readFileSync(join(app, "node_modules", "omnichannel-core", target.import)), name).not.toThrow()
+      expect(() => readFileSync(join(app, "node_modules", "omnichannel-core", target.types)), name).not.toThrow()
+    }
+  })
+
+  it("serves the API from an application's own script", async () => {
+    writeFileSync(join(app, "app.mjs"), `
+      import { Effect } from "effect"
+      import { Auth, make } from "omnichannel-core"
+      import { layer, migrate, openSqlite } from "omnichannel-core/kysely"
+      const db = openSqlite(":memory:")
+      await migrate(db, "sqlite")
+      const core = await make({ storage: layer(db, "sqlite") })
+      const boot = await core.run(Effect.flatMap(Auth.Operator, (operator) => operator.bootstrap({})))
+      const response = await core.handler(new Request("http://app.local/api/v1/contacts", {
+        method: "POST",
+        headers: { authorization: "Bearer " + boot.api_key, "content-type": "application/json" },
+        body: JSON.stringify({ name: "From dist" })
+      }))
+      console.log(JSON.stringify({ status: response.status, body: await response.json(), tenant: boot.tenant_id }))
+      await core.dispose()
+      await db.destroy()
+    `)
+    const { stdout } = await run(process.execPath, ["app.mjs"], { cwd: app })
+    const result = JSON.parse(stdout) as { status: number; body: { name: string; tenant_id: string }; tenant: string }
+    expect(result.status).toBe(201)
+    expect(result.body).toMatchObject({ name: "From dist", tenant_id: result.tenant })
+  })
+
+  it("type-checks an application against the published declarations", async () => {
+    writeFileSync(join(app, "app.ts"), `
+      import { Effect } from "effect"
+      import { Auth, make, type Omnichannel, StorageError } from "omnichannel-core"
+      import { layer, openSqlite } from "omnichannel-core/kysely"
+      import { serve } from "omnichannel-core/node"
+      export const start = async (): Promise<Omnichannel> => {
+        const core = await make({ storage: layer(openSqlite(":memory:"), "sqlite") })
+        const key: string = await core.run(Effect.map(Effect.flatMap(Auth.Operator, (o) => o.bootstrap({})), (b) => b.api_key))
+        void key
+        void serve(core.handler, { port: 0, host: "127.0.0.1" })
+        return core
+      }
+      export const isStorageError = (u: unknown): boolean => u instanceof StorageError
+    `)
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
+      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2023", noEmit: true, skipLibCheck: false, types: ["node"] },
+      files: ["app.ts"]
+    }))
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
+    const result = await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app }).then(
+      () => "",
+      (error: { stdout: string }) => error.stdout
+    )
+    expect(result).toBe("")
+  }, 60_000)
+})
