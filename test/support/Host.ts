@@ -18,12 +18,15 @@ export interface HostProcess {
 }
 
 /**
- * Starts `examples/server/main.ts` the way `npm start` does (tsx, on the Node that runs the
- * tests), with `env` added, and resolves once it prints its `listening on` line.
+ * Starts `examples/server/main.ts` (or another host `script`) the way `npm start` does (tsx, on
+ * the Node that runs the tests), with `env` added, and resolves once it prints `listening on`.
  */
-export const startHost = (env: Readonly<Record<string, string>>): Promise<HostProcess> =>
+export const startHost = (
+  env: Readonly<Record<string, string>>,
+  script = "examples/server/main.ts"
+): Promise<HostProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/server/main.ts"], {
+    const child = spawn(process.execPath, ["--import", "tsx", script], {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -36,7 +39,7 @@ export const startHost = (env: Readonly<Record<string, string>>): Promise<HostPr
     }, 60_000)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
-      const match = /listening on (http:\/\/\S+)/.exec(output)
+      const match = /listening on (http:\/\/[\w.:[\]]+)/.exec(output)
       if (match !== null) {
         clearTimeout(timer)
         resolve({

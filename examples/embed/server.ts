@@ -1,0 +1,54 @@
+/**
+ * Embedding omnichannel-core in an ordinary Node web app that owns its PostgreSQL pool and its
+ * Kysely instance. The app keeps its own routes and mounts the messaging API under `/messaging`.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test PORT=4000 npx tsx examples/embed/server.ts
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Kysely, PostgresDialect } from "kysely"
+import { make } from "omnichannel-core"
+import { type Database, layer, migrate } from "omnichannel-core/kysely"
+import { toNodeListener } from "omnichannel-core/node"
+import pg from "pg"
+
+const databaseUrl = process.env.DATABASE_URL
+if (databaseUrl === undefined || !databaseUrl.startsWith("postgres")) {
+  console.error("set DATABASE_URL to a postgres:// URL")
+  process.exit(1)
+}
+
+// The application's own pool and query builder; the library only borrows them.
+const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 })
+const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+await migrate(db, "postgres")
+
+const messaging = await make({ storage: layer(db, "postgres"), basePath: "/messaging/api/v1" })
+const messagingListener = toNodeListener(messaging.handler)
+
+const server = createServer((req, res) => {
+  if (req.url?.startsWith("/messaging/")) return messagingListener(req, res)
+  if (req.url === "/health") {
+    // The app's own route, using the same pool.
+    pool.query("select 1").then(
+      () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true })),
+      () => res.writeHead(503).end()
+    )
+    return
+  }
+  res.writeHead(404, { "content-type": "text/plain" }).end("not found")
+})
+
+server.listen(Number(process.env.PORT ?? 4000), "127.0.0.1", () => {
+  console.log(`embedded app listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+})
+
+process.on("SIGTERM", () => {
+  server.close(async () => {
+    await messaging.dispose()
+    // The app owns the pool, so the app closes it.
+    await db.destroy()
+    process.exit(0)
+  })
+  server.closeIdleConnections()
+})
