@@ -6,7 +6,8 @@ export default defineConfig({
     index: "src/index.ts",
     kysely: "adapters/kysely/KyselyStorage.ts",
     node: "adapters/node/NodeListener.ts",
-    clock: "adapters/clock/ManualClock.ts"
+    clock: "adapters/clock/ManualClock.ts",
+    testing: "test/conformance/index.ts"
   },
   format: ["esm"],
   dts: true,

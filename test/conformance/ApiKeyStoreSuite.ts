@@ -1,0 +1,69 @@
+import { Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { ALL_SCOPES } from "../../src/kernel/Scope.ts"
+import { apiKeyRecord, seedTenant } from "./Fixtures.ts"
+import type { UseHarness } from "./Harness.ts"
+
+/** ApiKeyStore: keys round-trip with their scopes; revoking stamps the first revocation time only. */
+export const apiKeyStoreSuite = (h: UseHarness): void => {
+  describe("ApiKeyStore", () => {
+    it("stores a parent key with a name, every scope in order and an expiry, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const key = apiKeyRecord(tenant.id, {
+        name: "Zoë's bootstrap key 🔑",
+        scopes: [...ALL_SCOPES].reverse(),
+        is_parent: true,
+        expires_at: "2027-11-22T10:15:30.123Z"
+      })
+      await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      expect(await h().stored.apiKey(key.lookup)).toEqual(key)
+      expect(Option.getOrUndefined(await h().run(ApiKeyStore.use((s) => s.findByLookup(key.lookup))))).toEqual(key)
+    })
+
+    it("stores a key without name, expiry or scopes, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const key = apiKeyRecord(tenant.id, { name: null, scopes: [], is_parent: false, expires_at: null })
+      await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      expect(await h().stored.apiKey(key.lookup)).toEqual(key)
+      expect(Option.getOrUndefined(await h().run(ApiKeyStore.use((s) => s.findByLookup(key.lookup))))).toEqual(key)
+    })
+
+    it("finds no key for an unknown lookup", async () => {
+      expect(Option.isNone(await h().run(ApiKeyStore.use((s) => s.findByLookup("key-that-was-never-issued")))))
+        .toBe(true)
+    })
+
+    it("revokes a key at the given time and returns it revoked", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const key = apiKeyRecord(tenant.id)
+      await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      const revoked = await h().run(ApiKeyStore.use((s) => s.revoke(key.id, "2026-11-23T00:00:00.000Z")))
+
+      const expected = { ...key, revoked_at: "2026-11-23T00:00:00.000Z" }
+      expect(Option.getOrUndefined(revoked)).toEqual(expected)
+      expect(await h().stored.apiKey(key.lookup)).toEqual(expected)
+    })
+
+    it("keeps the first revocation time when a key is revoked twice", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const key = apiKeyRecord(tenant.id)
+      await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      await h().run(ApiKeyStore.use((s) => s.revoke(key.id, "2026-11-23T00:00:00.000Z")))
+      const again = await h().run(ApiKeyStore.use((s) => s.revoke(key.id, "2026-11-24T00:00:00.000Z")))
+
+      expect(Option.getOrUndefined(again)?.revoked_at).toBe("2026-11-23T00:00:00.000Z")
+      expect((await h().stored.apiKey(key.lookup))?.revoked_at).toBe("2026-11-23T00:00:00.000Z")
+    })
+
+    it("revokes nothing for an unknown key id", async () => {
+      const unknown = apiKeyRecord("no-such-tenant")
+      expect(Option.isNone(await h().run(ApiKeyStore.use((s) => s.revoke(unknown.id, "2026-11-23T00:00:00.000Z")))))
+        .toBe(true)
+    })
+  })
+}

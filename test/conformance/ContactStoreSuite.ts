@@ -1,0 +1,138 @@
+import { Effect, Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { type ContactRecord, ContactStore } from "../../src/ports/ContactStore.ts"
+import { contactRecord, seedTenant } from "./Fixtures.ts"
+import type { UseHarness } from "./Harness.ts"
+
+/** Custom fields exercising every JSON kind, nesting, unicode keys' values and numbers that must not drift. */
+const RICH_FIELDS = {
+  plan: "gold",
+  seats: 12,
+  ratio: 0.25,
+  big: 9007199254740991,
+  negative: -3,
+  vip: true,
+  churned: false,
+  notes: null,
+  greeting: "こんにちは 🚀 \"quoted\" \\ back\nslash",
+  address: { city: "São Paulo", lines: ["Rua 1", "apt 2"], geo: { lat: -23.55, lng: -46.63 } },
+  tags: [1, "two", false, null, {}]
+}
+
+// `n` contacts of one tenant, the i-th created `i` minutes after the base time.
+const contactsOverMinutes = (tenantId: string, n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    contactRecord(tenantId, { name: `Contact ${i}`, created_at: `2026-11-22T10:${String(i).padStart(2, "0")}:00.000Z` }))
+
+const insertAll = (contacts: ReadonlyArray<ContactRecord>) =>
+  ContactStore.use((s) => Effect.forEach(contacts, (contact) => s.insert(contact), { discard: true }))
+
+/** ContactStore: every field round-trips; update replaces; list pages newest first with totals; findBy matches. */
+export const contactStoreSuite = (h: UseHarness): void => {
+  describe("ContactStore", () => {
+    it("stores every field, with unicode and nested custom fields, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const contact = contactRecord(tenant.id, {
+        name: "Zoë Ñandú 山田太郎 🚀",
+        phone: "+14155550100",
+        email: "zoë@exämple.com",
+        language: "pt_BR",
+        custom_fields: RICH_FIELDS,
+        created_at: "2026-11-22T10:15:30.123Z",
+        updated_at: "2026-11-22T11:00:00.001Z"
+      })
+      await h().run(ContactStore.use((s) => s.insert(contact)))
+
+      expect(await h().stored.contacts(tenant.id)).toEqual([contact])
+      expect(Option.getOrUndefined(await h().run(ContactStore.use((s) => s.get(tenant.id, contact.id))))).toEqual(contact)
+    })
+
+    it("stores a contact whose optional fields are all null, with no custom fields, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const contact = contactRecord(tenant.id, { name: null, phone: null, email: "only@example.com", language: null })
+      await h().run(ContactStore.use((s) => s.insert(contact)))
+
+      expect(await h().stored.contacts(tenant.id)).toEqual([contact])
+      expect(Option.getOrUndefined(await h().run(ContactStore.use((s) => s.get(tenant.id, contact.id))))).toEqual(contact)
+    })
+
+    it("finds no contact for an unknown id", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const unknown = contactRecord(tenant.id)
+      expect(Option.isNone(await h().run(ContactStore.use((s) => s.get(tenant.id, unknown.id))))).toBe(true)
+    })
+
+    it("replaces every changeable field on update and reports that it did", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const before = contactRecord(tenant.id, {
+        name: "Ada",
+        phone: "+14155550100",
+        email: "ada@example.com",
+        language: "en",
+        custom_fields: { plan: "gold", seats: 3 }
+      })
+      await h().run(ContactStore.use((s) => s.insert(before)))
+      const after = {
+        ...before,
+        name: null,
+        phone: "+447700900123",
+        email: null,
+        language: "de-CH",
+        custom_fields: { plan: "silver", région: "Zürich" },
+        updated_at: "2026-11-22T12:00:00.000Z"
+      }
+
+      expect(await h().run(ContactStore.use((s) => s.update(tenant.id, after)))).toBe(true)
+      expect(await h().stored.contacts(tenant.id)).toEqual([after])
+    })
+
+    it("updates nothing and reports false for an unknown contact", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const existing = contactRecord(tenant.id)
+      await h().run(ContactStore.use((s) => s.insert(existing)))
+
+      const ghost = contactRecord(tenant.id, { name: "Ghost" })
+      expect(await h().run(ContactStore.use((s) => s.update(tenant.id, ghost)))).toBe(false)
+      expect(await h().stored.contacts(tenant.id)).toEqual([existing])
+    })
+
+    it("lists newest first, one window at a time, with the tenant's total on every page", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const contacts = contactsOverMinutes(tenant.id, 5)
+      await h().run(insertAll(contacts))
+      const page = (offset: number) => h().run(ContactStore.use((s) => s.list(tenant.id, { limit: 2, offset })))
+      const [c0, c1, c2, c3, c4] = contacts
+
+      expect(await page(0)).toEqual({ items: [c4, c3], total: 5 })
+      expect(await page(2)).toEqual({ items: [c2, c1], total: 5 })
+      expect(await page(4)).toEqual({ items: [c0], total: 5 })
+      expect(await page(6)).toEqual({ items: [], total: 5 })
+    })
+
+    it("pages through contacts created at the same instant without repeating or skipping any", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const contacts = Array.from({ length: 7 }, (_, i) => contactRecord(tenant.id, { name: `Twin ${i}` }))
+      await h().run(insertAll(contacts))
+
+      const seen: Array<string> = []
+      for (let offset = 0; offset < 7; offset += 3) {
+        const { items } = await h().run(ContactStore.use((s) => s.list(tenant.id, { limit: 3, offset })))
+        seen.push(...items.map((c) => c.id))
+      }
+      expect([...seen].sort()).toEqual(contacts.map((c) => c.id).sort())
+    })
+
+    it("finds a contact by phone and by email, and nothing for a value nobody holds", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const contact = contactRecord(tenant.id, { phone: "+14155550100", email: "ada@example.com" })
+      await h().run(ContactStore.use((s) => s.insert(contact)))
+      const findBy = (field: "phone" | "email", value: string) =>
+        h().run(ContactStore.use((s) => s.findBy(tenant.id, field, value))).then(Option.getOrUndefined)
+
+      expect(await findBy("phone", "+14155550100")).toEqual(contact)
+      expect(await findBy("email", "ada@example.com")).toEqual(contact)
+      expect(await findBy("phone", "+14155550199")).toBeUndefined()
+      expect(await findBy("email", "+14155550100")).toBeUndefined()
+    })
+  })
+}

@@ -1,0 +1,124 @@
+import { Effect } from "effect"
+import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
+import { AccountStore, type BillingAccountRecord, type UserRecord } from "../../src/ports/AccountStore.ts"
+import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
+import type { ContactRecord } from "../../src/ports/ContactStore.ts"
+import type { StorageError } from "../../src/ports/StorageError.ts"
+import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
+
+// Records are built with fresh ids and globally unique values (emails, slugs, lookups), so tests
+// sharing one database never collide.
+const id = (): string => globalThis.crypto.randomUUID()
+
+// A fixed instant, as stored: fixed-width ISO 8601 UTC with milliseconds.
+const AT = "2026-11-22T10:15:30.123Z"
+
+/** A user with a unique email and token lookup. */
+export const userRecord = (overrides: Partial<UserRecord> = {}): UserRecord => {
+  const userId = id()
+  return {
+    id: userId,
+    email: `user-${userId}@example.com`,
+    token_lookup: `lookup-${userId}`,
+    token_hash: `hash-${userId}`,
+    created_at: AT,
+    ...overrides
+  }
+}
+
+/** A billing account owned by `ownerUserId`. */
+export const billingAccountRecord = (ownerUserId: string, overrides: Partial<BillingAccountRecord> = {}): BillingAccountRecord => ({
+  id: id(),
+  owner_user_id: ownerUserId,
+  name: "Acme Billing",
+  created_at: AT,
+  ...overrides
+})
+
+/** A tenant in `billingAccountId` with a unique slug and the workspace defaults. */
+export const tenantRecord = (billingAccountId: string, overrides: Partial<TenantRecord> = {}): TenantRecord => {
+  const tenantId = id()
+  return {
+    id: tenantId,
+    billing_account_id: billingAccountId,
+    name: "Acme",
+    slug: `acme-${tenantId}`,
+    company_email: null,
+    support_email: null,
+    pricing_model_id: null,
+    is_trial: true,
+    trial_ends_at: "2026-12-06T10:15:30.123Z",
+    is_active: true,
+    subscription_tier: "trial",
+    ai_features_enabled: false,
+    multi_agent_mode: false,
+    auto_summarize_on_close: "disabled",
+    auto_transcript_export_format: "none",
+    created_at: AT,
+    updated_at: null,
+    ...overrides
+  }
+}
+
+/** An API key of `tenantId` with a unique lookup. */
+export const apiKeyRecord = (tenantId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord => {
+  const keyId = id()
+  return {
+    id: keyId,
+    tenant_id: tenantId,
+    name: null,
+    lookup: `key-${keyId}`,
+    secret_hash: `secret-hash-${keyId}`,
+    prefix: "omk_live_ab12",
+    scopes: ["contacts:read"],
+    is_parent: false,
+    expires_at: null,
+    revoked_at: null,
+    created_at: AT,
+    ...overrides
+  }
+}
+
+/** A contact of `tenantId` with only a name. */
+export const contactRecord = (tenantId: string, overrides: Partial<ContactRecord> = {}): ContactRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  name: "Ada",
+  phone: null,
+  email: null,
+  language: null,
+  custom_fields: {},
+  created_at: AT,
+  updated_at: null,
+  ...overrides
+})
+
+/** An outbox event of `tenantId`. */
+export const outboxEvent = (tenantId: string, overrides: Partial<EventEnvelope> = {}): EventEnvelope => {
+  const eventId = id()
+  return {
+    id: eventId,
+    type: "contact.created",
+    event_id: eventId,
+    created_at: AT,
+    tenant_id: tenantId,
+    data: { contact: { id: id() } },
+    ...overrides
+  }
+}
+
+/** A new owner user, a billing account they own and a tenant in it, stored through the ports. */
+export const seedTenant: Effect.Effect<
+  { readonly user: UserRecord; readonly account: BillingAccountRecord; readonly tenant: TenantRecord },
+  StorageError,
+  AccountStore | TenantStore
+> = Effect.gen(function*() {
+  const accounts = yield* AccountStore
+  const user = userRecord()
+  const account = billingAccountRecord(user.id)
+  const tenant = tenantRecord(account.id)
+  yield* accounts.insertUser(user)
+  yield* accounts.insertBillingAccount(account)
+  yield* TenantStore.use((s) => s.insert(tenant))
+  return { user, account, tenant }
+})

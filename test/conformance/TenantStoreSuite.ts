@@ -1,0 +1,75 @@
+import { Effect, Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { AccountStore } from "../../src/ports/AccountStore.ts"
+import { TenantStore } from "../../src/ports/TenantStore.ts"
+import { billingAccountRecord, seedTenant, tenantRecord, userRecord } from "./Fixtures.ts"
+import type { UseHarness } from "./Harness.ts"
+
+// A billing account to hang tenants on (tenants reference one).
+const newBillingAccount = Effect.gen(function*() {
+  const accounts = yield* AccountStore
+  const user = userRecord()
+  const account = billingAccountRecord(user.id)
+  yield* accounts.insertUser(user)
+  yield* accounts.insertBillingAccount(account)
+  return account
+})
+
+/** TenantStore: every field (booleans both ways, nulls, timestamps) round-trips; slugs are looked up. */
+export const tenantStoreSuite = (h: UseHarness): void => {
+  describe("TenantStore", () => {
+    it("stores every field set, with every flag true, and reads it back unchanged", async () => {
+      const account = await h().run(newBillingAccount)
+      const tenant = tenantRecord(account.id, {
+        name: "Zoë's Café 山田 🚀",
+        company_email: "billing@zoe.example",
+        support_email: "help@zoe.example",
+        pricing_model_id: "pm_growth_2026",
+        is_trial: true,
+        trial_ends_at: "2026-12-06T23:59:59.999Z",
+        is_active: true,
+        subscription_tier: "growth",
+        ai_features_enabled: true,
+        multi_agent_mode: true,
+        auto_summarize_on_close: "enabled",
+        auto_transcript_export_format: "pdf",
+        created_at: "2026-11-22T00:00:00.000Z",
+        updated_at: "2026-11-23T08:30:00.250Z"
+      })
+      await h().run(TenantStore.use((s) => s.insert(tenant)))
+
+      expect(await h().stored.tenant(tenant.id)).toEqual(tenant)
+      expect(Option.getOrUndefined(await h().run(TenantStore.use((s) => s.get(tenant.id))))).toEqual(tenant)
+    })
+
+    it("stores every optional field null, with every flag false, and reads it back unchanged", async () => {
+      const account = await h().run(newBillingAccount)
+      const tenant = tenantRecord(account.id, {
+        company_email: null,
+        support_email: null,
+        pricing_model_id: null,
+        is_trial: false,
+        trial_ends_at: null,
+        is_active: false,
+        ai_features_enabled: false,
+        multi_agent_mode: false,
+        updated_at: null
+      })
+      await h().run(TenantStore.use((s) => s.insert(tenant)))
+
+      expect(await h().stored.tenant(tenant.id)).toEqual(tenant)
+      expect(Option.getOrUndefined(await h().run(TenantStore.use((s) => s.get(tenant.id))))).toEqual(tenant)
+    })
+
+    it("finds no tenant for an unknown id", async () => {
+      const unknown = tenantRecord("no-such-account")
+      expect(Option.isNone(await h().run(TenantStore.use((s) => s.get(unknown.id))))).toBe(true)
+    })
+
+    it("reports a slug taken once a tenant holds it, and free before", async () => {
+      const { tenant } = await h().run(seedTenant)
+      expect(await h().run(TenantStore.use((s) => s.slugTaken(tenant.slug)))).toBe(true)
+      expect(await h().run(TenantStore.use((s) => s.slugTaken(`${tenant.slug}-2`)))).toBe(false)
+    })
+  })
+}

@@ -1,0 +1,57 @@
+import type { Kysely } from "kysely"
+import { type Database, layer } from "../../adapters/kysely/KyselyStorage.ts"
+import { testDatabases } from "../support/Databases.ts"
+import { type StoredRows, storageConformance } from "./index.ts"
+
+// Database.ts documents the stored form: booleans as 0/1 integers, structured values as JSON text.
+// Decoding here, independently of the stores, also checks that rows are stored in that form.
+const flag = (value: number): boolean => {
+  if (value !== 0 && value !== 1) throw new Error(`a stored flag must be 0 or 1, found ${JSON.stringify(value)}`)
+  return value === 1
+}
+
+const json = (text: string): unknown => {
+  if (typeof text !== "string") throw new Error(`a stored JSON value must be text, found ${typeof text}`)
+  return JSON.parse(text)
+}
+
+/** The rows as stored, read with plain queries on the root handle. */
+const storedRows = (db: Kysely<Database>): StoredRows => ({
+  user: (id) => db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst(),
+  billingAccount: (id) => db.selectFrom("billing_accounts").selectAll().where("id", "=", id).executeTakeFirst(),
+  tenant: async (id) => {
+    const row = await db.selectFrom("tenants").selectAll().where("id", "=", id).executeTakeFirst()
+    return row && {
+      ...row,
+      is_trial: flag(row.is_trial),
+      is_active: flag(row.is_active),
+      ai_features_enabled: flag(row.ai_features_enabled),
+      multi_agent_mode: flag(row.multi_agent_mode)
+    }
+  },
+  apiKey: async (lookup) => {
+    const row = await db.selectFrom("api_keys").selectAll().where("lookup", "=", lookup).executeTakeFirst()
+    return row && { ...row, scopes: json(row.scopes) as Array<string>, is_parent: flag(row.is_parent) }
+  },
+  contacts: async (tenantId) => {
+    const rows = await db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, custom_fields: json(row.custom_fields) as Record<string, unknown> }))
+  },
+  outboxEvents: async (tenantId) => {
+    const rows = await db.selectFrom("outbox_events").select(["id", "type", "event_id", "created_at", "tenant_id", "data"])
+      .where("tenant_id", "=", tenantId).orderBy("seq").execute()
+    return rows.map((row) => ({ ...row, data: json(row.data) as Record<string, unknown> }))
+  }
+})
+
+for (const database of testDatabases) {
+  storageConformance(`Kysely storage on ${database.name}`, async () => {
+    const opened = await database.open()
+    return {
+      layer: layer(opened.db, opened.dialect),
+      capabilities: { concurrentConnections: opened.concurrentConnections },
+      storedRows: storedRows(opened.db),
+      close: opened.close
+    }
+  })
+}
