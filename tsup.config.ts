@@ -7,6 +7,7 @@ export default defineConfig({
     kysely: "adapters/kysely/KyselyStorage.ts",
     node: "adapters/node/NodeListener.ts",
     clock: "adapters/clock/ManualClock.ts",
+    providers: "adapters/providers/SimulatedProviders.ts",
     testing: "test/conformance/index.ts"
   },
   format: ["esm"],

@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^omnichannel-core\/kysely$/, replacement: here("./adapters/kysely/KyselyStorage.ts") },
       { find: /^omnichannel-core\/node$/, replacement: here("./adapters/node/NodeListener.ts") },
       { find: /^omnichannel-core\/clock$/, replacement: here("./adapters/clock/ManualClock.ts") },
+      { find: /^omnichannel-core\/providers$/, replacement: here("./adapters/providers/SimulatedProviders.ts") },
       { find: /^omnichannel-core\/testing$/, replacement: here("./test/conformance/index.ts") }
     ]
   },

@@ -11,6 +11,8 @@ export interface Database {
   api_keys: ApiKeysTable
   contacts: ContactsTable
   outbox_events: OutboxEventsTable
+  channels: ChannelsTable
+  connect_tokens: ConnectTokensTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -47,6 +49,7 @@ export interface TenantsTable {
   multi_agent_mode: Flag
   auto_summarize_on_close: string
   auto_transcript_export_format: string
+  sms_enabled: Flag
   created_at: string
   updated_at: string | null
 }
@@ -88,6 +91,40 @@ export interface OutboxEventsTable {
   data: string
 }
 
+export interface ChannelsTable {
+  id: string
+  tenant_id: string
+  platform: string
+  name: string
+  status: string
+  external_id: string
+  config: string
+  secrets: string
+  created_via_connect_token_id: string | null
+  created_at: string
+  updated_at: string | null
+  disconnected_at: string | null
+}
+
+export interface ConnectTokensTable {
+  id: string
+  tenant_id: string
+  name: string | null
+  lookup: string
+  secret_hash: string
+  token_prefix: string
+  allowed_channel_types: string
+  partner_name: string
+  partner_redirect_url: string | null
+  expires_at: string
+  max_uses: number
+  uses_count: number
+  use_window_minutes: number
+  use_window_ends_at: string | null
+  revoked_at: string | null
+  created_at: string
+}
+
 /** The database handle every store takes: the root instance or a transaction of it. */
 export type Db = Kysely<Database>
 
@@ -102,5 +139,6 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "api_keys_lookup_unique", table: "api_keys", columns: ["lookup"] },
   { name: "contacts_tenant_phone_unique", table: "contacts", columns: ["tenant_id", "phone"] },
   { name: "contacts_tenant_email_unique", table: "contacts", columns: ["tenant_id", "email"] },
-  { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] }
+  { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] },
+  { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] }
 ]

@@ -2,23 +2,20 @@ import SqliteDatabase from "better-sqlite3"
 import { Effect, Layer } from "effect"
 import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect } from "kysely"
 import pg from "pg"
-import type { AccountStore } from "../../src/ports/AccountStore.ts"
-import type { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
-import type { ContactStore } from "../../src/ports/ContactStore.ts"
-import type { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import type { TenantStore } from "../../src/ports/TenantStore.ts"
-import type { Transactor } from "../../src/ports/Transactor.ts"
+import type { StoragePorts } from "../../src/app/Omnichannel.ts"
 import { KyselyConnection, transactorLayer } from "./Connection.ts"
 import type { Database } from "./Database.ts"
 import { type Dialect, migrate } from "./Migrations.ts"
 import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
 import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
+import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
+import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
 
 /** Every port the storage adapter provides. */
-export type Storage = Transactor | TenantStore | AccountStore | ApiKeyStore | ContactStore | OutboxStore
+export type Storage = StoragePorts
 
 /**
  * Every store and the transactor over a Kysely instance you own (you migrate it with `migrate`
@@ -31,7 +28,9 @@ export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Stora
     accountStoreLayer,
     apiKeyStoreLayer,
     contactStoreLayer,
-    outboxStoreLayer
+    outboxStoreLayer,
+    channelStoreLayer,
+    connectTokenStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 
 /** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */

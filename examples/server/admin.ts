@@ -9,7 +9,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   api-key create --tenant ID --scopes a,b,c [--expires-in-seconds N] [--parent] [--name N]
   api-key revoke --id ID
   user create --email E
-  billing-account create --user ID [--name N]`
+  billing-account create --user ID [--name N]
+  tenant set-sms --tenant ID --enabled true|false`
 
 type Flags = Readonly<Record<string, string | true>>
 
@@ -67,6 +68,11 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
         return yield* operator.createUser(required(flags, "email"))
       case "billing-account create":
         return yield* operator.createBillingAccount(required(flags, "user"), text(flags, "name"))
+      case "tenant set-sms": {
+        const enabled = required(flags, "enabled")
+        if (enabled !== "true" && enabled !== "false") throw new UsageError("--enabled takes true or false")
+        return yield* operator.setSmsEnabled(required(flags, "tenant"), enabled === "true")
+      }
       default:
         throw new UsageError(words.length === 0 ? "no command given" : `unknown command: ${words.join(" ")}`)
     }

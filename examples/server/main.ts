@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
 import { serve } from "omnichannel-core/node"
+import { simulatedProviders } from "omnichannel-core/providers"
 import { readConfig } from "./Config.ts"
 import { storageFor } from "./Storage.ts"
 import { withTestClockRoutes } from "./TestClockRoutes.ts"
@@ -12,13 +13,21 @@ const main = async () => {
   const config = readConfig(process.env)
   mkdirSync(config.dataDir, { recursive: true })
   const clock = config.testClock === "manual" ? makeManualClock(Date.now()) : undefined
-  const app = await make({ storage: storageFor(config.databaseUrl), clock: clock?.clock })
+  // The public URL defaults to the address actually bound, known once the server listens.
+  let boundUrl = `http://${config.host}:${config.port}`
+  const app = await make({
+    storage: storageFor(config.databaseUrl),
+    clock: clock?.clock,
+    providers: simulatedProviders,
+    publicUrl: () => config.publicUrl ?? boundUrl
+  })
   const handler = clock === undefined ? app.handler : withTestClockRoutes(clock, app.drainDueWork, app.handler)
   const workers = startWorkers(config.workers, app.drainDueWork, {
     idleMs: 250,
     onError: (error) => console.error("background work failed:", error)
   })
   const server = await serve(handler, { port: config.port, host: config.host })
+  boundUrl = server.url
   console.log(`listening on ${server.url}`)
 
   let stopping = false

@@ -1,13 +1,22 @@
 import { Clock, Effect, Layer, ManagedRuntime } from "effect"
 import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
 import { Operator } from "../auth/Operator.ts"
+import { channelRoutes } from "../channels/ChannelRoutes.ts"
+import { ChannelService } from "../channels/ChannelService.ts"
+import { ConnectLinks } from "../connect-tokens/ConnectLinks.ts"
+import { makeConnectPageHandler } from "../connect-tokens/ConnectPage.ts"
+import { connectTokenRoutes } from "../connect-tokens/ConnectTokenRoutes.ts"
+import { ConnectTokenService } from "../connect-tokens/ConnectTokenService.ts"
 import { contactRoutes } from "../contacts/ContactRoutes.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork } from "../kernel/BackgroundWork.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
+import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
 import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
+import type { ChannelStore } from "../ports/ChannelStore.ts"
+import type { ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
 import type { ContactStore } from "../ports/ContactStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { TenantStore } from "../ports/TenantStore.ts"
@@ -16,37 +25,74 @@ import { tenantRoutes } from "../tenants/TenantRoutes.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 
 /** The ports a storage adapter must provide. */
-export type StoragePorts = Transactor | TenantStore | AccountStore | ApiKeyStore | ContactStore | OutboxStore
+export type StoragePorts =
+  | Transactor
+  | TenantStore
+  | AccountStore
+  | ApiKeyStore
+  | ContactStore
+  | OutboxStore
+  | ChannelStore
+  | ConnectTokenStore
 
-/** Every service of the library. */
-export type Services = ApiKeyAuth | TenantService | ContactService | Operator | BackgroundWork
+/** What the host configures: channel providers and where connect links point. */
+export type HostServices = ChannelProviders | ConnectLinks
 
-/** Every service of the library over the given storage ports. */
-export const servicesLayer: Layer.Layer<Services, never, StoragePorts> = Layer.mergeAll(
+/** The library's own services. */
+export type CoreServices =
+  | ApiKeyAuth
+  | TenantService
+  | ContactService
+  | ChannelService
+  | ConnectTokenService
+  | Operator
+  | BackgroundWork
+
+/** Everything a running instance offers: the library's services and the host's. */
+export type Services = CoreServices | HostServices
+
+/** The library's services over the given storage ports and host services. */
+export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | HostServices> = Layer.mergeAll(
   ApiKeyAuth.layer,
   ContactService.layer,
   Operator.layer,
+  ConnectTokenService.layer,
   Layer.succeed(BackgroundWork, BackgroundWork.of({ jobs: [] }))
-).pipe(Layer.provideMerge(TenantService.layer))
+).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer)))
 
 /** Every route of the `/api/v1` surface. */
-export const routes: ReadonlyArray<Route<Services>> = [...tenantRoutes, ...contactRoutes]
+export const routes: ReadonlyArray<Route<Services>> = [
+  ...tenantRoutes,
+  ...contactRoutes,
+  ...channelRoutes,
+  ...connectTokenRoutes
+]
 
 /** The package version, shown in the OpenAPI document. */
 export const VERSION = "0.1.0"
 
-/** What `make` needs: storage, and optionally a clock and where the API is mounted. */
+/** What `make` needs: storage, and optionally providers, public URL, clock and mount points. */
 export interface OmnichannelOptions<E> extends ApiHandlerOptions {
-  /** The storage ports, e.g. `KyselyStorage.layer(db, "postgres")` from `omnichannel-core/kysely`. */
+  /** The storage ports, e.g. `layer(db, "postgres")` from `omnichannel-core/kysely`. */
   readonly storage: Layer.Layer<StoragePorts, E>
+  /** Channel providers by channel type; connect links offer only the types that have one. */
+  readonly providers?: Readonly<Partial<Record<string, ChannelProvider>>>
+  /** Base of URLs handed out (connect links); a function is read each time, e.g. after the port is bound. */
+  readonly publicUrl?: string | (() => string)
+  /** Path of the connect page below the public URL; default `/connect`. */
+  readonly connectPath?: string
   /** Replaces the wall clock (the reference host's manual test clock). */
   readonly clock?: Clock.Clock
 }
 
 /** A running instance of the library, for hosts that are not written with Effect. */
 export interface Omnichannel {
-  /** The `/api/v1` handler: `(Request) => Promise<Response>`. */
+  /** Serves both the API and the connect page: `(Request) => Promise<Response>`. */
   readonly handler: ApiHandler
+  /** The `/api/v1` surface alone. */
+  readonly apiHandler: ApiHandler
+  /** The connect page alone (paths below `connectPath`). */
+  readonly connectPageHandler: ApiHandler
   /** Runs an Effect program against the library's services and ports (operator commands, custom use cases). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Services | StoragePorts>) => Promise<A>
   /** Runs every piece of background work that is due now, until nothing is; resolves to the units done. */
@@ -57,15 +103,34 @@ export interface Omnichannel {
 
 /** Starts the library over the given storage: builds the services and the HTTP handler. */
 export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichannel> => {
-  const layer = servicesLayer.pipe(Layer.provideMerge(options.storage))
+  const publicUrl = options.publicUrl ?? "http://localhost"
+  const connectPath = `/${(options.connectPath ?? "/connect").replace(/^\/+|\/+$/g, "")}`
+  const host = Layer.mergeAll(
+    Layer.succeed(ChannelProviders, ChannelProviders.of({ byType: options.providers ?? {} })),
+    Layer.succeed(ConnectLinks, ConnectLinks.of({
+      publicUrl: typeof publicUrl === "string" ? () => publicUrl : publicUrl,
+      path: connectPath
+    }))
+  )
+  const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(options.storage, host)))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.
   const runtime = ManagedRuntime.make(
     options.clock === undefined ? layer : Layer.merge(layer, Layer.succeed(Clock.Clock, options.clock))
   )
   try {
-    const handler = await runtime.runPromise(makeApiHandler(routes, { ...options, title: "omnichannel-core", version: VERSION }))
+    const apiHandler = await runtime.runPromise(
+      makeApiHandler(routes, { ...options, title: "omnichannel-core", version: VERSION })
+    )
+    const connectPageHandler = await runtime.runPromise(makeConnectPageHandler)
     return {
-      handler,
+      handler: (request) => {
+        const { pathname } = new URL(request.url)
+        return pathname === connectPath || pathname.startsWith(`${connectPath}/`)
+          ? connectPageHandler(request)
+          : apiHandler(request)
+      },
+      apiHandler,
+      connectPageHandler,
       run: (effect) => runtime.runPromise(effect),
       drainDueWork: () => runtime.runPromise(Effect.flatMap(BackgroundWork, (work) => drainDueWork(work.jobs))),
       dispose: () => runtime.dispose()

@@ -53,6 +53,11 @@ export class Operator extends Context.Service<Operator, {
     readonly name?: string
     readonly expiresInSeconds?: number
   }) => Effect.Effect<IssuedApiKey, OperatorError>
+  /** Turns SMS on or off for a tenant (connect links may offer `sms` only when on). */
+  readonly setSmsEnabled: (
+    tenantId: string,
+    enabled: boolean
+  ) => Effect.Effect<{ readonly tenant_id: string; readonly sms_enabled: boolean }, OperatorError>
   readonly revokeApiKey: (id: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, OperatorError>
   /** A new owner user, a billing account they own, a tenant in it and a parent key holding every scope. */
   readonly bootstrap: (input: {
@@ -154,6 +159,12 @@ export class Operator extends Context.Service<Operator, {
         createUser,
         createBillingAccount,
         createApiKey,
+        setSmsEnabled: Effect.fn("Operator.setSmsEnabled")(function*(tenantId: string, enabled: boolean) {
+          if (!(yield* tenantStore.setSmsEnabled(tenantId, enabled, yield* now))) {
+            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+          }
+          return { tenant_id: tenantId, sms_enabled: enabled }
+        }),
         revokeApiKey: Effect.fn("Operator.revokeApiKey")(function*(id: string) {
           const revoked = yield* keys.revoke(id, yield* now)
           if (Option.isNone(revoked)) return yield* new NotFound({ message: `API key ${id} not found` })

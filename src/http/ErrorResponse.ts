@@ -23,6 +23,11 @@ export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse =
       return { status: 409, body: { detail: error.message } }
     case "InvalidRequest":
       return { status: 422, body: { detail: error.issues } }
+    case "FeatureDisabled":
+      return {
+        status: 403,
+        body: { detail: { code: "feature_disabled", feature: error.feature, message: error.message } }
+      }
     case "BadRequest":
       return { status: 400, body: { detail: error.message } }
     case "StorageError":

@@ -49,5 +49,19 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   message: Schema.String
 }) {}
 
+/** A feature the request needs is not enabled for the tenant (403, with `code: feature_disabled`). */
+export class FeatureDisabled extends Schema.TaggedError<FeatureDisabled>()("FeatureDisabled", {
+  feature: Schema.String,
+  message: Schema.String
+}) {}
+
 /** Every expected failure an API operation can answer with. */
-export type ApiError = Unauthenticated | MissingScope | Forbidden | NotFound | Conflict | InvalidRequest | BadRequest
+export type ApiError =
+  | Unauthenticated
+  | MissingScope
+  | Forbidden
+  | NotFound
+  | Conflict
+  | InvalidRequest
+  | BadRequest
+  | FeatureDisabled

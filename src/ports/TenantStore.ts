@@ -18,6 +18,8 @@ export interface TenantRecord {
   readonly multi_agent_mode: boolean
   readonly auto_summarize_on_close: string
   readonly auto_transcript_export_format: string
+  /** SMS is gated per tenant: connect links may offer `sms` only once it is enabled. */
+  readonly sms_enabled: boolean
   readonly created_at: string
   readonly updated_at: string | null
 }
@@ -27,6 +29,8 @@ export class TenantStore extends Context.Service<TenantStore, {
   /** Stores a new tenant; a taken slug fails with `UniqueViolation` on `tenants_slug_unique`. */
   readonly insert: (tenant: TenantRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
+  /** Turns SMS on or off for the tenant; `false` when no such tenant exists. */
+  readonly setSmsEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>
   /** True when some tenant already uses `slug`. */
   readonly slugTaken: (slug: string) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/TenantStore") {}

@@ -91,6 +91,7 @@ export class TenantService extends Context.Service<TenantService, {
             multi_agent_mode: request.multi_agent_mode ?? false,
             auto_summarize_on_close: request.auto_summarize_on_close ?? "disabled",
             auto_transcript_export_format: request.auto_transcript_export_format ?? "none",
+            sms_enabled: false,
             created_at: createdAt,
             updated_at: null
           }

@@ -47,6 +47,7 @@ export const tenantRecord = (billingAccountId: string, overrides: Partial<Tenant
     support_email: null,
     pricing_model_id: null,
     is_trial: true,
+    sms_enabled: false,
     trial_ends_at: "2026-12-06T10:15:30.123Z",
     is_active: true,
     subscription_tier: "trial",

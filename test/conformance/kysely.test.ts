@@ -26,7 +26,8 @@ const storedRows = (db: Kysely<Database>): StoredRows => ({
       is_trial: flag(row.is_trial),
       is_active: flag(row.is_active),
       ai_features_enabled: flag(row.ai_features_enabled),
-      multi_agent_mode: flag(row.multi_agent_mode)
+      multi_agent_mode: flag(row.multi_agent_mode),
+      sms_enabled: flag(row.sms_enabled)
     }
   },
   apiKey: async (lookup) => {

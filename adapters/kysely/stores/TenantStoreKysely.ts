@@ -9,7 +9,8 @@ const fromRow = (row: TenantsTable): TenantRecord => ({
   is_trial: fromFlag(row.is_trial),
   is_active: fromFlag(row.is_active),
   ai_features_enabled: fromFlag(row.ai_features_enabled),
-  multi_agent_mode: fromFlag(row.multi_agent_mode)
+  multi_agent_mode: fromFlag(row.multi_agent_mode),
+  sms_enabled: fromFlag(row.sms_enabled)
 })
 
 /** `TenantStore` on Kysely. */
@@ -25,11 +26,16 @@ export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection>
             is_trial: toFlag(tenant.is_trial),
             is_active: toFlag(tenant.is_active),
             ai_features_enabled: toFlag(tenant.ai_features_enabled),
-            multi_agent_mode: toFlag(tenant.multi_agent_mode)
+            multi_agent_mode: toFlag(tenant.multi_agent_mode),
+            sms_enabled: toFlag(tenant.sms_enabled)
           }).execute()).pipe(Effect.asVoid),
       get: (tenantId) =>
         query(connection, (db) => db.selectFrom("tenants").selectAll().where("id", "=", tenantId).executeTakeFirst())
           .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
+      setSmsEnabled: (tenantId, enabled, at) =>
+        query(connection, (db) =>
+          db.updateTable("tenants").set({ sms_enabled: toFlag(enabled), updated_at: at }).where("id", "=", tenantId)
+            .executeTakeFirst()).pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
       slugTaken: (slug) =>
         query(connection, (db) => db.selectFrom("tenants").select("id").where("slug", "=", slug).executeTakeFirst())
           .pipe(Effect.map((row) => row !== undefined))

@@ -1,0 +1,67 @@
+import { Effect, Schema } from "effect"
+import { route } from "../http/Route.ts"
+import { NotFound } from "../kernel/ApiError.ts"
+import { isUuid } from "../kernel/Id.ts"
+import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
+import { Channel, ChannelList, toChannel } from "./Channel.ts"
+import { ChannelService } from "./ChannelService.ts"
+
+/** Default and largest `page_size` of `GET /channels`. */
+export const CHANNELS_PAGE_SIZE = { default: 25, max: 100 } as const
+
+// A malformed id cannot name a channel: answer as for an unknown one.
+const channelId = (params: Readonly<Record<string, string>>) => {
+  const id = params.channel_id ?? ""
+  return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `Channel ${id} not found` }))
+}
+
+/** Every route of the channels area. */
+export const channelRoutes = [
+  route({
+    method: "GET",
+    path: "/channels",
+    operationId: "listChannels",
+    summary: "List the tenant's channels, newest first",
+    tag: "Channels",
+    auth: { kind: "api_key", scopes: ["channels:read"] },
+    query: Schema.Struct(pageQueryFields(CHANNELS_PAGE_SIZE.max)),
+    response: { status: 200, schema: ChannelList, description: "One page of channels" },
+    errors: [422],
+    handle: ({ principal, query }) =>
+      Effect.gen(function*() {
+        const page = toPageRequest(query, CHANNELS_PAGE_SIZE.default)
+        const { items, total } = yield* (yield* ChannelService).list(principal.tenantId, page)
+        return { items: items.map(toChannel), pagination: paginationInfo(page, total) }
+      })
+  }),
+  route({
+    method: "GET",
+    path: "/channels/{channel_id}",
+    operationId: "getChannel",
+    summary: "Get a channel",
+    tag: "Channels",
+    auth: { kind: "api_key", scopes: ["channels:read"] },
+    response: { status: 200, schema: Channel, description: "The channel" },
+    errors: [404],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* channelId(params)
+        return toChannel(yield* (yield* ChannelService).get(principal.tenantId, id))
+      })
+  }),
+  route({
+    method: "POST",
+    path: "/channels/{channel_id}/disconnect",
+    operationId: "disconnectChannel",
+    summary: "Disconnect a channel (emits channel.updated)",
+    tag: "Channels",
+    auth: { kind: "api_key", scopes: ["channels:admin"] },
+    response: { status: 200, schema: Channel, description: "The channel, now disconnected" },
+    errors: [404],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* channelId(params)
+        return toChannel(yield* (yield* ChannelService).disconnect(principal.tenantId, id))
+      })
+  })
+]

@@ -1,0 +1,95 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { NotFound } from "../kernel/ApiError.ts"
+import { makeEvent } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { type ChannelRecord, ChannelStore } from "../ports/ChannelStore.ts"
+import type { ProviderConnection } from "../ports/ChannelProviders.ts"
+import { OutboxStore } from "../ports/OutboxStore.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { channelEventData } from "./Channel.ts"
+
+const notFound = (id: string) => new NotFound({ message: `Channel ${id} not found` })
+
+/** Channels of a tenant: connecting one, reading them, disconnecting one. */
+export class ChannelService extends Context.Service<ChannelService, {
+  /**
+   * Stores a newly connected channel and emits `channel.created`. Joins the caller's transaction,
+   * so a connect link's use and its channel commit together.
+   */
+  readonly connect: (input: {
+    readonly tenantId: string
+    readonly platform: string
+    readonly connection: ProviderConnection
+    readonly connectTokenId: string | null
+  }) => Effect.Effect<ChannelRecord, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<ChannelRecord, NotFound | StorageError>
+  readonly list: (
+    tenantId: string,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
+  /** Marks the channel disconnected and emits `channel.updated`; disconnecting twice changes nothing. */
+  readonly disconnect: (tenantId: string, id: string) => Effect.Effect<ChannelRecord, NotFound | StorageError>
+}>()("omnichannel-core/channels/ChannelService") {
+  static readonly layer = Layer.effect(
+    ChannelService,
+    Effect.gen(function*() {
+      const channels = yield* ChannelStore
+      const outbox = yield* OutboxStore
+      const transactor = yield* Transactor
+      return ChannelService.of({
+        connect: Effect.fn("ChannelService.connect")(function*(input) {
+          const channel: ChannelRecord = {
+            id: yield* newId,
+            tenant_id: input.tenantId,
+            platform: input.platform,
+            name: input.connection.name,
+            status: "active",
+            external_id: input.connection.external_id,
+            config: input.connection.config,
+            secrets: input.connection.secrets,
+            created_via_connect_token_id: input.connectTokenId,
+            created_at: yield* now,
+            updated_at: null,
+            disconnected_at: null
+          }
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            yield* channels.insert(channel)
+            yield* outbox.append([
+              yield* makeEvent({ type: "channel.created", tenantId: input.tenantId, data: channelEventData(channel) })
+            ])
+            return channel
+          }))
+        }),
+        get: Effect.fn("ChannelService.get")(function*(tenantId, id) {
+          const found = yield* channels.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          return found.value
+        }),
+        list: Effect.fn("ChannelService.list")(function*(tenantId, page) {
+          return yield* channels.list(tenantId, toWindow(page))
+        }),
+        disconnect: Effect.fn("ChannelService.disconnect")(function*(tenantId, id) {
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            const found = yield* channels.get(tenantId, id)
+            if (Option.isNone(found)) return yield* notFound(id)
+            if (found.value.status === "disconnected") return found.value
+            const at = yield* now
+            const updated: ChannelRecord = { ...found.value, status: "disconnected", disconnected_at: at, updated_at: at }
+            yield* channels.update(tenantId, updated)
+            yield* outbox.append([
+              yield* makeEvent({
+                type: "channel.updated",
+                tenantId,
+                data: { ...channelEventData(updated), changed_fields: ["status"] }
+              })
+            ])
+            return updated
+          }))
+        })
+      })
+    })
+  )
+}

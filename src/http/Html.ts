@@ -1,0 +1,38 @@
+/** Escapes text for HTML element content and quoted attribute values. */
+export const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/**
+ * Headers for every server-rendered page: nothing but inline styles may load, forms post only to
+ * this origin, no framing, and no referrer (page URLs can carry secrets such as connect tokens).
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/html; charset=utf-8",
+  "cache-control": "no-store",
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "content-security-policy":
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+}
+
+/** A complete page around `body` (already escaped), titled `title` (escaped here). */
+export const page = (title: string, body: string): string => `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
+h1{font-size:1.4rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
+input{width:100%;padding:.5rem;box-sizing:border-box}small{color:#555}
+.error{color:#b00020}button,.choice{display:inline-block;margin:.3rem 0;padding:.6rem 1rem}
+</style>
+</head>
+<body>
+${body}
+</body>
+</html>
+`

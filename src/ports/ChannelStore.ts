@@ -1,0 +1,33 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** A connected channel as stored. `secrets` are what the provider needs to act and are never returned by the API. */
+export interface ChannelRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly platform: string
+  readonly name: string
+  readonly status: "active" | "disconnected"
+  /** The provider's id of the account, number or inbox. */
+  readonly external_id: string
+  /** Non-secret settings shown to the tenant (a phone number id, a host name, …). */
+  readonly config: Readonly<Record<string, string>>
+  readonly secrets: Readonly<Record<string, string>>
+  readonly created_via_connect_token_id: string | null
+  readonly created_at: string
+  readonly updated_at: string | null
+  readonly disconnected_at: string | null
+}
+
+/** Channels; every method is scoped by tenant id. */
+export class ChannelStore extends Context.Service<ChannelStore, {
+  readonly insert: (channel: ChannelRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<ChannelRecord>, StorageError>
+  /** One page, newest first, and the tenant's total. */
+  readonly list: (
+    tenantId: string,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
+  /** Replaces the stored channel `channel.id` of `tenantId`; `false` when it does not exist there. */
+  readonly update: (tenantId: string, channel: ChannelRecord) => Effect.Effect<boolean, StorageError>
+}>()("omnichannel-core/ports/ChannelStore") {}
