@@ -8,6 +8,7 @@ import { makeConnectPageHandler } from "../connect-tokens/ConnectPage.ts"
 import { connectTokenRoutes } from "../connect-tokens/ConnectTokenRoutes.ts"
 import { ConnectTokenService } from "../connect-tokens/ConnectTokenService.ts"
 import { contactRoutes } from "../contacts/ContactRoutes.ts"
+import { eventRoutes } from "../events/EventRoutes.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
 import type { Route } from "../http/Route.ts"
@@ -61,11 +62,12 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
 ).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer)))
 
 /** Every route of the `/api/v1` surface. */
-export const routes: ReadonlyArray<Route<Services>> = [
+export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...tenantRoutes,
   ...contactRoutes,
   ...channelRoutes,
-  ...connectTokenRoutes
+  ...connectTokenRoutes,
+  ...eventRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */

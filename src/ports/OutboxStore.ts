@@ -6,9 +6,9 @@ import type { StorageError } from "./StorageError.ts"
 export class OutboxStore extends Context.Service<OutboxStore, {
   /** Appends events; call inside `Transactor.withTransaction` with the change they describe. */
   readonly append: (events: ReadonlyArray<EventEnvelope>) => Effect.Effect<void, StorageError>
-  /** The tenant's events in the order they were appended, oldest first. */
+  /** The tenant's events in the order they were appended, oldest first, skipping `offset` of them. */
   readonly listByTenant: (
     tenantId: string,
-    options: { readonly limit: number; readonly type?: string }
+    options: { readonly limit: number; readonly offset?: number; readonly type?: string }
   ) => Effect.Effect<ReadonlyArray<EventEnvelope>, StorageError>
 }>()("omnichannel-core/ports/OutboxStore") {}

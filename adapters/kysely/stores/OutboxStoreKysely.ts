@@ -24,7 +24,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
           let q = db.selectFrom("outbox_events").select(["id", "tenant_id", "type", "event_id", "created_at", "data"])
             .where("tenant_id", "=", tenantId)
           if (options.type !== undefined) q = q.where("type", "=", options.type)
-          return q.orderBy("seq").limit(options.limit).execute()
+          return q.orderBy("seq").limit(options.limit).offset(options.offset ?? 0).execute()
         }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> =>
           rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }))
         ))
