@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { CHANNEL_TYPE_LABELS, type ChannelType } from "../channels/ChannelType.ts"
-import { escapeHtml, page, PAGE_HEADERS } from "../http/Html.ts"
+import { escapeHtml, page, pageHeaders } from "../http/Html.ts"
 import { constantTimeEqual, randomToken } from "../kernel/Secret.ts"
 import type { ChannelProvider } from "../ports/ChannelProviders.ts"
 import { ConnectLinks } from "./ConnectLinks.ts"
@@ -10,7 +10,16 @@ const CSRF_COOKIE = "omni_connect_csrf"
 const MAX_FORM_BYTES = 64 * 1024
 
 const html = (status: number, body: string, headers: Record<string, string> = {}) =>
-  new Response(body, { status, headers: { ...PAGE_HEADERS, ...headers } })
+  new Response(body, { status, headers: { ...pageHeaders(), ...headers } })
+
+// The form's answer may redirect to the partner: the page's CSP must allow that origin.
+const formHtml = (link: OpenLink, status: number, body: string, headers: Record<string, string> = {}) => {
+  const redirect = link.token.partner_redirect_url
+  return new Response(body, {
+    status,
+    headers: { ...pageHeaders(redirect === null ? [] : [new URL(redirect).origin]), ...headers }
+  })
+}
 
 const labelOf = (type: string) => CHANNEL_TYPE_LABELS[type as ChannelType] ?? type
 
@@ -102,7 +111,7 @@ export const makeConnectPageHandler = Effect.gen(function*() {
       const provider = link.providers.find((p) => p.type === chosen)?.provider
       if (provider === undefined) return html(404, choicePage(link, action))
       const csrf = yield* freshCsrf(request)
-      return html(200, formPage({ link, type: chosen, provider, action, csrf, values: {}, errors: {} }), {
+      return formHtml(link, 200, formPage({ link, type: chosen, provider, action, csrf, values: {}, errors: {} }), {
         "set-cookie": csrfCookie(csrf)
       })
     })
@@ -131,13 +140,17 @@ export const makeConnectPageHandler = Effect.gen(function*() {
             ? html(200, page("Connected", `<h1>Connected</h1><p>${escapeHtml(channel.name)} is now connected to ${
               escapeHtml(token.partner_name)
             }. You can close this page.</p>`))
-            : new Response(null, { status: 303, headers: { ...PAGE_HEADERS, location: token.partner_redirect_url } })
+            : new Response(null, { status: 303, headers: { ...pageHeaders(), location: token.partner_redirect_url } })
         ),
         Effect.catchTag("ProviderRejected", (rejected) =>
           Effect.gen(function*() {
             const link = yield* service.open(rawToken)
             const provider = link.providers.find((p) => p.type === type)!.provider
-            return html(422, formPage({ link, type, provider, action, csrf: sent, values, errors: rejected.fields, message: rejected.message }))
+            return formHtml(
+              link,
+              422,
+              formPage({ link, type, provider, action, csrf: sent, values, errors: rejected.fields, message: rejected.message })
+            )
           })),
         Effect.catchTag("ChannelTypeUnavailable", () =>
           Effect.map(service.open(rawToken), (link) => html(422, choicePage(link, action))))

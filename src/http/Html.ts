@@ -5,16 +5,19 @@ export const escapeHtml = (text: string): string =>
 /**
  * Headers for every server-rendered page: nothing but inline styles may load, forms post only to
  * this origin, no framing, and no referrer (page URLs can carry secrets such as connect tokens).
+ * Browsers apply `form-action` to the redirect that answers a form too, so a page whose form
+ * ends in a redirect elsewhere names that origin in `formRedirectOrigins`.
  */
-export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+export const pageHeaders = (formRedirectOrigins: ReadonlyArray<string> = []): Record<string, string> => ({
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-store",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
-  "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-}
+  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; form-action ${
+    ["'self'", ...formRedirectOrigins].join(" ")
+  }; frame-ancestors 'none'; base-uri 'none'`
+})
 
 /** A complete page around `body` (already escaped), titled `title` (escaped here). */
 export const page = (title: string, body: string): string => `<!doctype html>
