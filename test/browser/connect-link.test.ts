@@ -89,7 +89,8 @@ describe.skipIf(!available)("a customer connects a channel through a link in a b
     // The partner learns nothing of the link: no referrer carries the token.
     const landings = partnerVisits.filter((visit) => visit.url === "/done")
     expect(landings).toHaveLength(1)
-    for (const visit of partnerVisits) expect(visit.headers.referer).toBeUndefined()
+    expect(landings[0]!.headers.referer).toBeUndefined()
+    for (const visit of partnerVisits) expect(visit.headers.referer ?? "").not.toContain("/connect/")
 
     const channels = await http(host.url, "GET", "/api/v1/channels", inSub)
     expect(channels.body.items).toHaveLength(1)
