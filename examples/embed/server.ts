@@ -10,6 +10,7 @@ import { Kysely, PostgresDialect } from "kysely"
 import { make } from "omnichannel-core"
 import { type Database, layer, migrate } from "omnichannel-core/kysely"
 import { toNodeListener } from "omnichannel-core/node"
+import { simulatedProviders } from "omnichannel-core/providers"
 import pg from "pg"
 
 const databaseUrl = process.env.DATABASE_URL
@@ -23,7 +24,15 @@ const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 })
 const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
 await migrate(db, "postgres")
 
-const messaging = await make({ storage: layer(db, "postgres"), basePath: "/messaging/api/v1" })
+const port = Number(process.env.PORT ?? 4000)
+let origin = `http://127.0.0.1:${port}`
+const messaging = await make({
+  storage: layer(db, "postgres"),
+  basePath: "/messaging/api/v1",
+  providers: simulatedProviders,
+  publicUrl: () => origin,
+  connectPath: "/messaging/connect"
+})
 const messagingListener = toNodeListener(messaging.handler)
 
 const server = createServer((req, res) => {
@@ -39,8 +48,9 @@ const server = createServer((req, res) => {
   res.writeHead(404, { "content-type": "text/plain" }).end("not found")
 })
 
-server.listen(Number(process.env.PORT ?? 4000), "127.0.0.1", () => {
-  console.log(`embedded app listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+server.listen(port, "127.0.0.1", () => {
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  console.log(`embedded app listening on ${origin}`)
 })
 
 process.on("SIGTERM", () => {

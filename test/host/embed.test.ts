@@ -20,6 +20,14 @@ describe.skipIf(PG_URL === undefined)("the library embedded in an app with its o
       expect(listed.body.pagination).toEqual({ page: 1, page_size: 25, total: 1, total_pages: 1 })
       // Outside the prefix the app answers for itself.
       expect((await fetch(`${app.url}/api/v1/contacts`)).status).toBe(404)
+      const link = await http(app.url, "POST", "/messaging/api/v1/channel-connect-tokens", {
+        token: boot.api_key,
+        body: { allowed_channel_types: ["botchat"] }
+      })
+      expect(link.body.connect_url).toMatch(new RegExp(`^${app.url}/messaging/connect/occ_`))
+      const page = await fetch(link.body.connect_url)
+      expect(page.status).toBe(200)
+      expect(await page.text()).toContain("Bot token")
       const doc = await http(app.url, "GET", "/messaging/api/v1/openapi.json")
       expect(Object.keys(doc.body.paths)).toContain("/messaging/api/v1/contacts")
     } finally {
