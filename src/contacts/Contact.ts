@@ -22,7 +22,12 @@ const Phone = Schema.String.pipe(
   )
 )
 
-const Name = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255))
+// Names are stored trimmed, so one of only spaces would become an empty name.
+const Name = Schema.String.check(
+  Schema.isMinLength(1),
+  Schema.isMaxLength(255),
+  Schema.isPattern(/\S/, { message: "Must not be blank" })
+)
 const Email = Schema.String.check(Schema.isMaxLength(254), Schema.isPattern(EMAIL_PATTERN, { message: "Must be an email address" }))
 const Language = Schema.String.check(Schema.isPattern(LANGUAGE_PATTERN, { message: "Must be a language code such as en, pt_BR or de-CH" }))
 const CustomFieldValue = Schema.Union([Schema.String, Schema.Number, Schema.Boolean, Schema.Null])

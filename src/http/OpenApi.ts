@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import type { Route, WireSchema } from "./Route.ts"
 
-const jsonSchema = (schema: WireSchema<unknown>): unknown => Schema.toJsonSchemaDocument(schema).schema
+const jsonSchema = (schema: WireSchema<unknown>, options?: { readonly onExcessProperty: "error" }): unknown =>
+  Schema.toJsonSchemaDocument(schema, options).schema
 
 const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
   400: "Bad request",
@@ -61,7 +62,11 @@ export const makeOpenApiDocument = (
       ...(route.auth.kind === "api_key" ? { "x-required-scopes-any-of": route.auth.scopes } : {}),
       parameters,
       ...(route.body === undefined ? {} : {
-        requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body) } } }
+        // The handler answers an unknown body field with 422 `extra_forbidden`; the document says so.
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: jsonSchema(route.body, { onExcessProperty: "error" }) } }
+        }
       }),
       responses
     }

@@ -45,9 +45,47 @@ const readLimited = (request: Request, limit: number): Effect.Effect<Uint8Array,
     catch: (e) => e instanceof PayloadTooLarge ? e : new BadRequest({ message: "The request body could not be read" })
   })
 
+// PostgreSQL text cannot hold U+0000, and an unpaired surrogate would be stored as U+FFFD.
+const UNSTORABLE_TEXT = /\u0000|\p{Cs}/u
+
+interface Visit {
+  readonly node: unknown
+  readonly key: string | number | undefined
+  readonly parent: Visit | undefined
+}
+
+const locOf = (visit: Visit): Array<string | number> => {
+  const loc: Array<string | number> = []
+  for (let at: Visit | undefined = visit; at?.key !== undefined; at = at.parent) loc.unshift(at.key)
+  return loc
+}
+
+/**
+ * Where in `value` a string (or object key) holds text no database stores faithfully, if anywhere.
+ * Iterative, with paths built only on a hit, because a parsed body may nest deeper than the stack.
+ */
+const findUnstorableText = (value: unknown): Array<string | number> | undefined => {
+  const pending: Array<Visit> = [{ node: value, key: undefined, parent: undefined }]
+  for (let visit = pending.pop(); visit !== undefined; visit = pending.pop()) {
+    const { node } = visit
+    if (typeof node === "string") {
+      if (UNSTORABLE_TEXT.test(node)) return locOf(visit)
+    } else if (Array.isArray(node)) {
+      node.forEach((item, i) => pending.push({ node: item, key: i, parent: visit }))
+    } else if (typeof node === "object" && node !== null) {
+      for (const [key, item] of Object.entries(node)) {
+        if (UNSTORABLE_TEXT.test(key)) return [...locOf(visit), key]
+        pending.push({ node: item, key, parent: visit })
+      }
+    }
+  }
+  return undefined
+}
+
 /**
  * Reads a JSON body of at most `limit` bytes. Answers 415 for another content type, 413 past the
- * limit, and 422 (`json_invalid`) for an empty body, bad UTF-8 or malformed JSON.
+ * limit, and 422 for an empty body, bad UTF-8 or malformed JSON (`json_invalid`), and for a string
+ * holding U+0000 or an unpaired surrogate (`string_unicode`).
  */
 export const readJsonBody = (
   request: Request,
@@ -64,8 +102,9 @@ export const readJsonBody = (
       return yield* InvalidRequest.single(["body"], "The body is not valid UTF-8", "json_invalid")
     }
     if (text.trim() === "") return yield* InvalidRequest.single(["body"], "A JSON body is required", "missing")
+    let parsed: unknown
     try {
-      return JSON.parse(text) as unknown
+      parsed = JSON.parse(text)
     } catch (e) {
       return yield* InvalidRequest.single(
         ["body"],
@@ -73,4 +112,13 @@ export const readJsonBody = (
         "json_invalid"
       )
     }
+    const unstorable = findUnstorableText(parsed)
+    if (unstorable !== undefined) {
+      return yield* InvalidRequest.single(
+        ["body", ...unstorable],
+        "Text may not contain the NUL character (U+0000) or an unpaired surrogate",
+        "string_unicode"
+      )
+    }
+    return parsed
   })

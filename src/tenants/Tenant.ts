@@ -12,7 +12,12 @@ export const AutoTranscriptExportFormat = Schema.Literals(["none", "txt", "pdf"]
 
 /** Body of `POST /tenants`. */
 export const CreateTenantRequest = Schema.Struct({
-  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255)),
+  // Stored trimmed, so a name of only spaces would become an empty one.
+  name: Schema.String.check(
+    Schema.isMinLength(1),
+    Schema.isMaxLength(255),
+    Schema.isPattern(/\S/, { message: "Must not be blank" })
+  ),
   billing_account_id: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))),
   slug: Schema.optionalKey(Schema.String.check(
     Schema.isPattern(SLUG_PATTERN, { message: "A slug is 1 to 63 lower-case letters, digits and single hyphens, not starting or ending with a hyphen" })

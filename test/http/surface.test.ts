@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { routes } from "../../src/app/Omnichannel.ts"
+import type { Bootstrapped } from "../../src/auth/Operator.ts"
+import { testDatabases } from "../support/Databases.ts"
+import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
+
+const MiB = 1024 * 1024
+
+let test: TestApp
+let owner: Bootstrapped
+beforeAll(async () => {
+  test = await startTestApp(await testDatabases.find((d) => d.name === "sqlite-memory")!.open())
+  owner = await bootstrap(test)
+})
+afterAll(() => test.close())
+
+/** Sends a raw request, so headers and body are exactly what the test says. */
+const send = async (path: string, init: RequestInit = {}) => {
+  const response = await test.app.handler(new Request(`http://test.local${path}`, init))
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, body: JSON.parse(text) }
+}
+
+const postContact = (body: BodyInit, contentType = "application/json") =>
+  send("/api/v1/contacts", {
+    method: "POST",
+    headers: { authorization: `Bearer ${owner.api_key}`, "content-type": contentType },
+    body
+  })
+
+describe("routing", () => {
+  it.each(["/api/v1/nope", "/api/v1/contacts/a/b", "/api/v1", "/api/v2/contacts", "/contacts", "/api/v1/%E0%A4%A"])(
+    "answers 404 {detail: 'Not Found'} for %s",
+    async (path) => {
+      const answer = await send(path, { headers: { authorization: `Bearer ${owner.api_key}` } })
+      expect(answer.status).toBe(404)
+      expect(answer.body).toEqual({ detail: "Not Found" })
+    }
+  )
+
+  it.each([
+    ["DELETE", "/contacts", ["GET", "POST"]],
+    ["PUT", "/contacts/00000000-0000-4000-8000-000000000000", ["GET", "PATCH"]],
+    ["GET", "/tenants", ["POST"]]
+  ])("answers 405 with an Allow header to %s %s", async (method, path, allowed) => {
+    const answer = await send(`/api/v1${path}`, { method, headers: { authorization: `Bearer ${owner.api_key}` } })
+    expect(answer.status).toBe(405)
+    expect(answer.body).toEqual({ detail: "Method Not Allowed" })
+    expect(answer.headers.get("allow")?.split(/,\s*/).sort()).toEqual(allowed)
+  })
+
+  it("ignores a trailing slash", async () => {
+    expect((await test.call("GET", "/contacts/", { token: owner.api_key })).status).toBe(200)
+  })
+})
+
+describe("request bodies", () => {
+  it.each(["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonp", "json"])(
+    "answers 415 for Content-Type %s",
+    async (contentType) => {
+      const answer = await postContact(JSON.stringify({ name: "Ada" }), contentType)
+      expect(answer.status).toBe(415)
+      expect(answer.body).toEqual({ detail: "Content-Type must be application/json" })
+    }
+  )
+
+  it("answers 415 when no Content-Type is sent", async () => {
+    const answer = await send("/api/v1/contacts", {
+      method: "POST",
+      headers: { authorization: `Bearer ${owner.api_key}` },
+      body: new Uint8Array(new TextEncoder().encode(JSON.stringify({ name: "Ada" })))
+    })
+    expect(answer.status).toBe(415)
+  })
+
+  it.each(["application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"])(
+    "accepts JSON sent as %s",
+    async (contentType) => {
+      expect((await postContact(JSON.stringify({ name: "Ada" }), contentType)).status).toBe(201)
+    }
+  )
+
+  it("answers 413 for a body over 1 MiB", async () => {
+    const answer = await postContact(JSON.stringify({ name: "x".repeat(MiB) }))
+    expect(answer.status).toBe(413)
+    expect(answer.body).toEqual({ detail: `Request body too large; the limit is ${MiB} bytes` })
+  })
+
+  it("reads a body just under 1 MiB, then validates it", async () => {
+    const answer = await postContact(JSON.stringify({ name: "x".repeat(MiB - 20) }))
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toContainEqual(expect.objectContaining({ loc: ["body", "name"] }))
+  })
+
+  it.each([
+    ["malformed JSON", "{\"name\": ", "json_invalid"],
+    ["a trailing comma", "{\"name\": \"Ada\",}", "json_invalid"],
+    ["an empty body", "", "missing"],
+    ["only whitespace", "  \n", "missing"]
+  ])("answers 422 at loc [body] for %s", async (_, body, type) => {
+    const answer = await postContact(body)
+    expect(answer.status).toBe(422)
+    expect(answer.body).toEqual({ detail: [{ loc: ["body"], msg: expect.any(String), type }] })
+  })
+
+  it("answers 422 json_invalid for a body that is not UTF-8", async () => {
+    const answer = await postContact(new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]))
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toEqual([{ loc: ["body"], msg: "The body is not valid UTF-8", type: "json_invalid" }])
+  })
+
+  it.each([["an array", "[]"], ["null", "null"], ["a string", "\"Ada\""], ["a number", "42"]])(
+    "answers 422 type_error for %s instead of an object",
+    async (_, body) => {
+      const answer = await postContact(body)
+      expect(answer.status).toBe(422)
+      expect(answer.body.detail).toEqual([{ loc: ["body"], msg: expect.any(String), type: "type_error" }])
+    }
+  )
+
+  it("answers 422 extra_forbidden naming each unknown field", async () => {
+    const answer = await postContact(JSON.stringify({ name: "Ada", nickname: "A", __proto__x: 1 }))
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toEqual(expect.arrayContaining([
+      { loc: ["body", "nickname"], msg: "Unknown field", type: "extra_forbidden" },
+      { loc: ["body", "__proto__x"], msg: "Unknown field", type: "extra_forbidden" }
+    ]))
+  })
+
+  it.each([
+    ["U+0000 in a field", "{\"name\":\"Ada\\u0000\"}", ["body", "name"]],
+    ["an unpaired surrogate in a custom field", "{\"name\":\"Ada\",\"custom_fields\":{\"note\":\"\\ud800\"}}", ["body", "custom_fields", "note"]],
+    ["U+0000 in an unknown field's key", "{\"name\":\"Ada\",\"a\\u0000\":1}", ["body", "a\u0000"]]
+  ])("answers 422 string_unicode for %s, text no database stores faithfully", async (_, body, loc) => {
+    const answer = await postContact(body)
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toEqual([{ loc, msg: expect.any(String), type: "string_unicode" }])
+  })
+
+  it("keeps a surrogate pair (an emoji) intact", async () => {
+    const answer = await postContact(JSON.stringify({ name: "Ada \u{1F680}" }))
+    expect(answer.status).toBe(201)
+    expect(answer.body.name).toBe("Ada \u{1F680}")
+  })
+
+  it("answers 422, not a crash, for JSON nested far deeper than the call stack", async () => {
+    const depth = 200_000
+    const answer = await postContact(`{"name":"Ada","custom_fields":{"deep":${"[".repeat(depth)}${"]".repeat(depth)}}}`)
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toContainEqual(expect.objectContaining({ loc: ["body", "custom_fields", "deep"] }))
+  })
+})
+
+describe("every answer", () => {
+  it.each([
+    ["201", () => test.call("POST", "/contacts", { token: owner.api_key, body: { name: "Ada" } })],
+    ["200", () => test.call("GET", "/contacts", { token: owner.api_key })],
+    ["401", () => test.call("GET", "/contacts")],
+    ["403", () => test.call("GET", "/contacts", { token: owner.api_key, headers: { "x-tenant-id": "other" } })],
+    ["404", () => test.call("GET", "/nope", { token: owner.api_key })],
+    ["405", () => test.call("DELETE", "/contacts", { token: owner.api_key })],
+    ["415", () => test.call("POST", "/contacts", { token: owner.api_key, body: "x", headers: { "content-type": "text/plain" } })],
+    ["422", () => test.call("POST", "/contacts", { token: owner.api_key, body: {} })]
+  ])("is JSON and carries cache-control: no-store (%s)", async (status, call) => {
+    const answer = await call()
+    expect(String(answer.status)).toBe(status)
+    expect(answer.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(answer.headers.get("cache-control")).toBe("no-store")
+  })
+})
+
+describe("GET /api/v1/openapi.json", () => {
+  type Operation = {
+    operationId: string
+    parameters: Array<{ name: string; in: string; required: boolean }>
+    requestBody?: { content: { "application/json": { schema: { type: string; properties: Record<string, unknown>; additionalProperties: unknown } } } }
+    responses: Record<string, unknown>
+  }
+  type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components: unknown }
+  let document: Document
+
+  beforeAll(async () => {
+    const answer = await send("/api/v1/openapi.json")
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("content-type")).toMatch(/^application\/json/)
+    document = answer.body
+  })
+
+  it("is served without a credential as OpenAPI 3.1.0", () => {
+    expect(document.openapi).toBe("3.1.0")
+  })
+
+  it("describes exactly the routes the handler serves", () => {
+    const documented = Object.entries(document.paths)
+      .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
+    const served = routes.map((route) => `${route.method} /api/v1${route.path}`)
+    expect(documented.sort()).toEqual(served.sort())
+  })
+
+  it.each(routes.map((route) => [`${route.method} ${route.path}`, route] as const))("documents %s", (_, route) => {
+    const operation = document.paths[`/api/v1${route.path}`]![route.method.toLowerCase()]!
+    expect(operation.operationId).toBe(route.operationId)
+    expect(Object.keys(operation.responses)).toContain(String(route.response.status))
+    expect(Object.keys(operation.responses)).toContain("401")
+    for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) {
+      expect(operation.parameters).toContainEqual(expect.objectContaining({ name, in: "path", required: true }))
+    }
+    if (route.body === undefined) {
+      expect(operation.requestBody).toBeUndefined()
+    } else {
+      const schema = operation.requestBody!.content["application/json"].schema
+      expect(schema.type).toBe("object")
+      expect(Object.keys(schema.properties).length).toBeGreaterThan(0)
+      // The handler rejects unknown fields, so the document must not invite them.
+      expect(schema.additionalProperties).toBe(false)
+    }
+  })
+
+  it("has no $ref that points nowhere", () => {
+    const refs = JSON.stringify(document).match(/"\$ref":"[^"]*"/g) ?? []
+    for (const ref of refs) {
+      const pointer = JSON.parse(`{${ref}}`).$ref as string
+      expect(pointer.startsWith("#/")).toBe(true)
+      const target = pointer.slice(2).split("/").reduce<unknown>(
+        (node, key) => (node as Record<string, unknown> | undefined)?.[key.replaceAll("~1", "/").replaceAll("~0", "~")],
+        document
+      )
+      expect(target, pointer).toBeDefined()
+    }
+  })
+})
