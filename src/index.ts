@@ -11,5 +11,10 @@ export * as Background from "./kernel/BackgroundWork.ts"
 export * as Auth from "./auth/index.ts"
 export * as Tenants from "./tenants/index.ts"
 export * as Contacts from "./contacts/index.ts"
+export * as Channels from "./channels/index.ts"
+export * as ConnectTokens from "./connect-tokens/index.ts"
+// Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
+export type { Bootstrapped, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"
+export type { ConnectTokenEvent, ConnectTokenIntent, ConnectTokenState, ConnectTokenStatus } from "./connect-tokens/ConnectTokenMachine.ts"
 /** The ports, flat: what a storage adapter implements. */
 export * from "./ports/index.ts"

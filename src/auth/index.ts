@@ -1,3 +1,3 @@
-/** Authentication and the operator's commands. */
+/** Authentication and the operator's commands (their result types are exported at the top level). */
 export { API_KEY_KIND, ApiKeyAuth, USER_TOKEN_KIND } from "./ApiKeyAuth.ts"
-export { type Bootstrapped, type IssuedApiKey, type IssuedUser, Operator } from "./Operator.ts"
+export { Operator } from "./Operator.ts"
