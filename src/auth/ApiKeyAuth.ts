@@ -64,7 +64,8 @@ export class ApiKeyAuth extends Context.Service<ApiKeyAuth, {
           if (!valid || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= at)) {
             return yield* new Unauthenticated({ message: INVALID_KEY })
           }
-          const requested = xTenantId?.trim()
+          // Tenant ids are lower-case UUIDs; an upper-case spelling names the same tenant.
+          const requested = xTenantId?.trim().toLowerCase()
           const tenantId = requested === undefined || requested === ""
             ? key.tenant_id
             : yield* resolveTenant(key.tenant_id, key.is_parent, requested)

@@ -31,8 +31,15 @@ const Name = Schema.String.check(
 const Email = Schema.String.check(Schema.isMaxLength(254), Schema.isPattern(EMAIL_PATTERN, { message: "Must be an email address" }))
 const Language = Schema.String.check(Schema.isPattern(LANGUAGE_PATTERN, { message: "Must be a language code such as en, pt_BR or de-CH" }))
 const CustomFieldValue = Schema.Union([Schema.String, Schema.Number, Schema.Boolean, Schema.Null])
-const CustomFieldKey = Schema.String.check(
-  Schema.isPattern(CUSTOM_FIELD_KEY_PATTERN, { message: "Custom field keys are lower-case snake_case, starting with a letter, at most 64 characters" })
+// Keys are checked by a filter on the whole record, so a bad key is named as such (not "unknown field").
+const CustomFields = Schema.Record(Schema.String, CustomFieldValue).check(
+  Schema.isMaxProperties(MAX_CUSTOM_FIELDS),
+  Schema.makeFilter((fields: Readonly<Record<string, unknown>>) =>
+    Object.keys(fields).filter((key) => !CUSTOM_FIELD_KEY_PATTERN.test(key)).map((key) => ({
+      path: [key],
+      issue: "Custom field keys are lower-case snake_case, start with a letter and have at most 64 characters"
+    }))
+  )
 )
 
 /** Body of `POST /contacts`; at least one of name, phone or email. */
@@ -41,9 +48,7 @@ export const CreateContactRequest = Schema.Struct({
   phone: Schema.optionalKey(Phone),
   email: Schema.optionalKey(Email),
   language: Schema.optionalKey(Language),
-  custom_fields: Schema.optionalKey(
-    Schema.Record(CustomFieldKey, CustomFieldValue).check(Schema.isMaxProperties(MAX_CUSTOM_FIELDS))
-  )
+  custom_fields: Schema.optionalKey(CustomFields)
 })
 /** Body of `POST /contacts`. */
 export type CreateContactRequest = typeof CreateContactRequest.Type
@@ -57,9 +62,7 @@ export const UpdateContactRequest = Schema.Struct({
   phone: Schema.optionalKey(Schema.NullOr(Phone)),
   email: Schema.optionalKey(Schema.NullOr(Email)),
   language: Schema.optionalKey(Schema.NullOr(Language)),
-  custom_fields: Schema.optionalKey(
-    Schema.Record(CustomFieldKey, CustomFieldValue).check(Schema.isMaxProperties(MAX_CUSTOM_FIELDS))
-  )
+  custom_fields: Schema.optionalKey(CustomFields)
 })
 /** Body of `PATCH /contacts/{contact_id}`. */
 export type UpdateContactRequest = typeof UpdateContactRequest.Type

@@ -23,6 +23,11 @@ export const toValidationIssues = (
         return node.issues.forEach((child) => walk(child, path))
       case "Encoding":
         return walk(node.issue, path)
+      case "Filter":
+        // A filter may point below itself (a record filter naming one bad key); otherwise it is the leaf.
+        if (node.issue._tag === "Pointer" || node.issue._tag === "Composite") return walk(node.issue, path)
+        out.push({ loc, msg: messageOf(node), type: "value_error" })
+        return
       case "AnyOf":
         if (node.issues.length === 0) {
           out.push({ loc, msg: messageOf(node), type: "enum" })

@@ -1,11 +1,19 @@
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+
+// Plain decimal digits only: `Number()` would also read "0x10", " 1" and "1e1".
+const WholeNumberFromString = Schema.String.check(
+  Schema.isPattern(/^[0-9]{1,9}$/, { message: "Must be a whole number" })
+).pipe(
+  Schema.decodeTo(
+    Schema.Number,
+    SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })
+  )
+)
 
 /** `page` (from 1) and `page_size` (1 to `maxSize`) query fields, decoded from strings. */
 export const pageQueryFields = (maxSize: number) => ({
-  page: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))),
-  page_size: Schema.optionalKey(
-    Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: maxSize }))
-  )
+  page: Schema.optionalKey(WholeNumberFromString.check(Schema.isGreaterThanOrEqualTo(1))),
+  page_size: Schema.optionalKey(WholeNumberFromString.check(Schema.isBetween({ minimum: 1, maximum: maxSize })))
 })
 
 /** A page request after defaults are applied. */
