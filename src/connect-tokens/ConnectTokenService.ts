@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { FeatureDisabled, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
@@ -184,8 +184,10 @@ export class ConnectTokenService extends Context.Service<ConnectTokenService, {
             })
             return { channel, token: state }
           }))
+          // Each lost compare-and-set means another use or the revocation committed, which can happen at
+          // most max_uses + 1 times: so many customers finishing at once all get their turn, none a false 410.
           return yield* attempt.pipe(
-            Effect.retry({ schedule: Schedule.recurs(5), while: (e) => e._tag === "UseRaced" }),
+            Effect.retry({ times: token.max_uses + 1, while: (e) => e._tag === "UseRaced" }),
             Effect.catchTag("UseRaced", () => Effect.fail(new LinkUnusable({ reason: "exhausted" })))
           )
         })

@@ -2,6 +2,8 @@ import { Effect } from "effect"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import { AccountStore, type BillingAccountRecord, type UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
+import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
+import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
@@ -104,6 +106,48 @@ export const outboxEvent = (tenantId: string, overrides: Partial<EventEnvelope> 
     created_at: AT,
     tenant_id: tenantId,
     data: { contact: { id: id() } },
+    ...overrides
+  }
+}
+
+/** An active chat-app channel of `tenantId`, connected without a link. */
+export const channelRecord = (tenantId: string, overrides: Partial<ChannelRecord> = {}): ChannelRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  platform: "chatapp",
+  name: "Chat app number 1065550100",
+  status: "active",
+  external_id: "1065550100",
+  config: { phone_number_id: "1065550100", business_account_id: "2065550100" },
+  secrets: { access_token: "EAAG-secret-access-token-0001" },
+  created_via_connect_token_id: null,
+  created_at: AT,
+  updated_at: null,
+  disconnected_at: null,
+  ...overrides
+})
+
+/** An unused connect token of `tenantId` with a unique lookup and the spec's default limits. */
+export const connectTokenRecord = (tenantId: string, overrides: Partial<ConnectTokenRecord> = {}): ConnectTokenRecord => {
+  const tokenId = id()
+  const lookup = tokenId.replaceAll("-", "").slice(0, 12)
+  return {
+    id: tokenId,
+    tenant_id: tenantId,
+    name: null,
+    lookup,
+    secret_hash: `secret-hash-${tokenId}`,
+    token_prefix: `occ_${lookup}`,
+    allowed_channel_types: ["chatapp"],
+    partner_name: "Acme",
+    partner_redirect_url: null,
+    expires_at: "2026-11-23T10:15:30.123Z",
+    max_uses: 10,
+    uses_count: 0,
+    use_window_minutes: 30,
+    use_window_ends_at: null,
+    revoked_at: null,
+    created_at: AT,
     ...overrides
   }
 }

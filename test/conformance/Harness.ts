@@ -3,6 +3,8 @@ import type { StoragePorts } from "../../src/app/Omnichannel.ts"
 import { ContactService } from "../../src/contacts/ContactService.ts"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { ChannelStore } from "../../src/ports/ChannelStore.ts"
+import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
@@ -15,7 +17,7 @@ export type SuiteServices = StoragePorts | ContactService | TenantService
 /** One opened adapter as the suites use it. */
 export interface Harness {
   readonly capabilities: StorageCapabilities
-  /** The rows as stored; contacts come sorted by id so a test can compare whole lists. */
+  /** The rows as stored; contacts, channels and connect tokens come sorted by id so a test can compare whole lists. */
   readonly stored: StoredRows
   readonly run: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Promise<A>
   readonly exit: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Promise<Exit.Exit<A, E>>
@@ -45,14 +47,20 @@ export const makeHarness = (adapter: StorageAdapter): Harness => {
     apiKey: (lookup) => run(ApiKeyStore.use((s) => s.findByLookup(lookup)).pipe(Effect.map(Option.getOrUndefined))),
     contacts: (tenantId) =>
       run(ContactStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items))),
-    outboxEvents: (tenantId) => run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: EVERY_ROW })))
+    outboxEvents: (tenantId) => run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: EVERY_ROW }))),
+    channels: (tenantId) =>
+      run(ChannelStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items))),
+    connectTokens: (tenantId) =>
+      run(ConnectTokenStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items)))
   }
   const stored = adapter.storedRows ?? throughPorts
   return {
     capabilities: adapter.capabilities,
     stored: {
       ...stored,
-      contacts: async (tenantId) => [...await stored.contacts(tenantId)].sort(byId)
+      contacts: async (tenantId) => [...await stored.contacts(tenantId)].sort(byId),
+      channels: async (tenantId) => [...await stored.channels(tenantId)].sort(byId),
+      connectTokens: async (tenantId) => [...await stored.connectTokens(tenantId)].sort(byId)
     },
     run,
     exit: (effect) => runtime.runPromiseExit(effect),

@@ -3,6 +3,8 @@ import type { StoragePorts } from "../../src/app/Omnichannel.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { BillingAccountRecord, UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
+import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
+import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
 
@@ -25,6 +27,10 @@ export interface StoredRows {
   readonly contacts: (tenantId: string) => Promise<ReadonlyArray<ContactRecord>>
   /** Every outbox event of the tenant, in append order. */
   readonly outboxEvents: (tenantId: string) => Promise<ReadonlyArray<EventEnvelope>>
+  /** Every channel of the tenant, in any order. */
+  readonly channels: (tenantId: string) => Promise<ReadonlyArray<ChannelRecord>>
+  /** Every connect token of the tenant, in any order. */
+  readonly connectTokens: (tenantId: string) => Promise<ReadonlyArray<ConnectTokenRecord>>
 }
 
 /**

@@ -2,11 +2,12 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
-import { apiKeyRecord, contactRecord, outboxEvent, seedTenant, tenantRecord, userRecord } from "./Fixtures.ts"
+import { apiKeyRecord, connectTokenRecord, contactRecord, outboxEvent, seedTenant, tenantRecord, userRecord } from "./Fixtures.ts"
 import type { SuiteServices, UseHarness } from "./Harness.ts"
 
 // What every adapter must report for a duplicate: the same reason and index name on every database.
@@ -72,6 +73,18 @@ export const uniqueViolationSuite = (h: UseHarness): void => {
       const error = await failure(h, ApiKeyStore.use((s) => s.insert(apiKeyRecord(tenant.id, { lookup: key.lookup }))))
 
       expectUniqueViolation(error, "api_keys_lookup_unique")
+    })
+
+    it("names connect_tokens_lookup_unique for a second connect token with a taken lookup, in any tenant", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const { tenant: other } = await h().run(seedTenant)
+      const token = connectTokenRecord(tenant.id)
+      await h().run(ConnectTokenStore.use((s) => s.insert(token)))
+
+      const error = await failure(h, ConnectTokenStore.use((s) => s.insert(connectTokenRecord(other.id, { lookup: token.lookup }))))
+
+      expectUniqueViolation(error, "connect_tokens_lookup_unique")
+      expect(await h().stored.connectTokens(other.id)).toEqual([])
     })
 
     it("names outbox_events_id_unique for an event appended twice", async () => {

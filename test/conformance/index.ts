@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe } from "vitest"
 import { accountStoreSuite } from "./AccountStoreSuite.ts"
 import { apiKeyStoreSuite } from "./ApiKeyStoreSuite.ts"
 import { atomicitySuite } from "./AtomicitySuite.ts"
+import { channelStoreSuite } from "./ChannelStoreSuite.ts"
 import { concurrencySuite } from "./ConcurrencySuite.ts"
+import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
 import { type Harness, makeHarness } from "./Harness.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
@@ -43,6 +45,8 @@ export const storageConformance = (name: string, open: () => Promise<StorageAdap
     apiKeyStoreSuite(current)
     contactStoreSuite(current)
     outboxStoreSuite(current)
+    channelStoreSuite(current)
+    connectTokenStoreSuite(current)
     tenantIsolationSuite(current)
     atomicitySuite(current)
     concurrencySuite(current)

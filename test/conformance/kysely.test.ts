@@ -15,6 +15,11 @@ const json = (text: string): unknown => {
   return JSON.parse(text)
 }
 
+const channelStatus = (value: string): "active" | "disconnected" => {
+  if (value !== "active" && value !== "disconnected") throw new Error(`a stored channel status must be active or disconnected, found ${JSON.stringify(value)}`)
+  return value
+}
+
 /** The rows as stored, read with plain queries on the root handle. */
 const storedRows = (db: Kysely<Database>): StoredRows => ({
   user: (id) => db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst(),
@@ -42,6 +47,19 @@ const storedRows = (db: Kysely<Database>): StoredRows => ({
     const rows = await db.selectFrom("outbox_events").select(["id", "type", "event_id", "created_at", "tenant_id", "data"])
       .where("tenant_id", "=", tenantId).orderBy("seq").execute()
     return rows.map((row) => ({ ...row, data: json(row.data) as Record<string, unknown> }))
+  },
+  channels: async (tenantId) => {
+    const rows = await db.selectFrom("channels").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      status: channelStatus(row.status),
+      config: json(row.config) as Record<string, string>,
+      secrets: json(row.secrets) as Record<string, string>
+    }))
+  },
+  connectTokens: async (tenantId) => {
+    const rows = await db.selectFrom("connect_tokens").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, allowed_channel_types: json(row.allowed_channel_types) as Array<string> }))
   }
 })
 

@@ -28,6 +28,13 @@ export const createPostgresDatabase = async (
     drop: async () => {
       const client = new pg.Client({ connectionString: baseUrl })
       await client.connect()
+      // pg's Pool.end() resolves before its clients have hung up; forcing the drop while one is still
+      // closing makes that client emit an unhandled FATAL error. Give them a moment to go first.
+      for (let waited = 0; waited < 2_000; waited += 20) {
+        const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [name])
+        if (rows[0].n === 0) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await client.end()
     }

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { type ManualClock, makeManualClock } from "../../adapters/clock/ManualClock.ts"
 import { layer as kyselyLayer } from "../../adapters/kysely/KyselyStorage.ts"
-import { make, type Omnichannel } from "../../src/app/Omnichannel.ts"
+import { make, type Omnichannel, type OmnichannelOptions } from "../../src/app/Omnichannel.ts"
 import { type Bootstrapped, Operator } from "../../src/auth/Operator.ts"
 import type { TestDatabase } from "./Databases.ts"
 
@@ -21,10 +21,13 @@ export interface TestApp {
   readonly close: () => Promise<void>
 }
 
+/** What a test may add to `make`'s options, e.g. `{ providers: simulatedProviders, publicUrl: "http://connect.test" }`. */
+export type TestAppOptions = Omit<OmnichannelOptions<never>, "storage" | "clock">
+
 /** Starts the library over `database` (which the returned `close` also closes). */
-export const startTestApp = async (database: TestDatabase): Promise<TestApp> => {
+export const startTestApp = async (database: TestDatabase, options: TestAppOptions = {}): Promise<TestApp> => {
   const clock = makeManualClock(Date.parse("2026-11-22T12:00:00.000Z"))
-  const app = await make({ storage: kyselyLayer(database.db, database.dialect), clock: clock.clock })
+  const app = await make({ ...options, storage: kyselyLayer(database.db, database.dialect), clock: clock.clock })
   return {
     app,
     clock,

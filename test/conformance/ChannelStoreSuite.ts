@@ -1,0 +1,148 @@
+import { Effect, Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { type ChannelRecord, ChannelStore } from "../../src/ports/ChannelStore.ts"
+import { channelRecord, seedTenant } from "./Fixtures.ts"
+import type { UseHarness } from "./Harness.ts"
+
+// `n` channels of one tenant, the i-th created `i` minutes after the base time.
+const channelsOverMinutes = (tenantId: string, n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    channelRecord(tenantId, { name: `Channel ${i}`, created_at: `2026-11-22T10:${String(i).padStart(2, "0")}:00.000Z` }))
+
+const insertAll = (channels: ReadonlyArray<ChannelRecord>) =>
+  ChannelStore.use((s) => Effect.forEach(channels, (channel) => s.insert(channel), { discard: true }))
+
+const getChannel = (h: UseHarness, tenantId: string, id: string) =>
+  h().run(ChannelStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
+
+// Two tenants with one channel each, for the same provider account (allowed: channels are per tenant).
+const twoTenants = Effect.gen(function*() {
+  const a = (yield* seedTenant).tenant
+  const b = (yield* seedTenant).tenant
+  const channelOfA = channelRecord(a.id, { name: "Line of A" })
+  const channelOfB = channelRecord(b.id, { name: "Line of B", secrets: { access_token: "b-only-secret-token-0001" } })
+  yield* insertAll([channelOfA, channelOfB])
+  return { a, b, channelOfA, channelOfB }
+})
+
+/** ChannelStore: every field round-trips; update replaces; list pages newest first; no tenant reaches another's channels. */
+export const channelStoreSuite = (h: UseHarness): void => {
+  describe("ChannelStore", () => {
+    it("stores every field, with unicode config and secrets and the link it came through, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const channel = channelRecord(tenant.id, {
+        platform: "smtp_imap",
+        name: "zoë@exämple.com 山田 🚀",
+        external_id: "zoë@exämple.com",
+        config: { email_address: "zoë@exämple.com", imap_host: "imap.exämple.com", imap_port: "993", note: "\"quoted\" \\ back\nslash" },
+        secrets: { password: "pässwörd with spaces, quotes \" and ' and emoji 🔑" },
+        created_via_connect_token_id: globalThis.crypto.randomUUID(),
+        created_at: "2026-11-22T10:15:30.123Z",
+        updated_at: "2026-11-22T11:00:00.001Z"
+      })
+      await h().run(ChannelStore.use((s) => s.insert(channel)))
+
+      expect(await h().stored.channels(tenant.id)).toEqual([channel])
+      expect(await getChannel(h, tenant.id, channel.id)).toEqual(channel)
+    })
+
+    it("stores a disconnected channel with empty config and secrets and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const channel = channelRecord(tenant.id, {
+        status: "disconnected",
+        config: {},
+        secrets: {},
+        updated_at: "2026-11-22T11:00:00.000Z",
+        disconnected_at: "2026-11-22T11:00:00.000Z"
+      })
+      await h().run(ChannelStore.use((s) => s.insert(channel)))
+
+      expect(await h().stored.channels(tenant.id)).toEqual([channel])
+      expect(await getChannel(h, tenant.id, channel.id)).toEqual(channel)
+    })
+
+    it("finds no channel for an unknown id", async () => {
+      const { tenant } = await h().run(seedTenant)
+      expect(await getChannel(h, tenant.id, channelRecord(tenant.id).id)).toBeUndefined()
+    })
+
+    it("replaces every changeable field on update and reports that it did", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const before = channelRecord(tenant.id)
+      await h().run(ChannelStore.use((s) => s.insert(before)))
+      const after: ChannelRecord = {
+        ...before,
+        name: "Renamed line",
+        status: "disconnected",
+        config: { phone_number_id: "1065550199" },
+        secrets: { access_token: "rotated-secret-token-0002" },
+        updated_at: "2026-11-22T12:00:00.000Z",
+        disconnected_at: "2026-11-22T12:00:00.000Z"
+      }
+
+      expect(await h().run(ChannelStore.use((s) => s.update(tenant.id, after)))).toBe(true)
+      expect(await h().stored.channels(tenant.id)).toEqual([after])
+    })
+
+    it("updates nothing and reports false for an unknown channel", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const existing = channelRecord(tenant.id)
+      await h().run(ChannelStore.use((s) => s.insert(existing)))
+
+      expect(await h().run(ChannelStore.use((s) => s.update(tenant.id, channelRecord(tenant.id, { name: "Ghost" }))))).toBe(false)
+      expect(await h().stored.channels(tenant.id)).toEqual([existing])
+    })
+
+    it("lists newest first, one window at a time, with the tenant's total on every page", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const channels = channelsOverMinutes(tenant.id, 5)
+      await h().run(insertAll(channels))
+      const page = (offset: number) => h().run(ChannelStore.use((s) => s.list(tenant.id, { limit: 2, offset })))
+      const [c0, c1, c2, c3, c4] = channels
+
+      expect(await page(0)).toEqual({ items: [c4, c3], total: 5 })
+      expect(await page(2)).toEqual({ items: [c2, c1], total: 5 })
+      expect(await page(4)).toEqual({ items: [c0], total: 5 })
+      expect(await page(6)).toEqual({ items: [], total: 5 })
+    })
+
+    it("pages through channels created at the same instant without repeating or skipping any", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const channels = Array.from({ length: 7 }, (_, i) => channelRecord(tenant.id, { name: `Twin ${i}` }))
+      await h().run(insertAll(channels))
+
+      const seen: Array<string> = []
+      for (let offset = 0; offset < 7; offset += 3) {
+        const { items } = await h().run(ChannelStore.use((s) => s.list(tenant.id, { limit: 3, offset })))
+        seen.push(...items.map((c) => c.id))
+      }
+      expect([...seen].sort()).toEqual(channels.map((c) => c.id).sort())
+    })
+
+    it("returns nothing for another tenant's channel", async () => {
+      const { a, channelOfB } = await h().run(twoTenants)
+      expect(await getChannel(h, a.id, channelOfB.id)).toBeUndefined()
+    })
+
+    it("refuses to update another tenant's channel and leaves it unchanged", async () => {
+      const { a, b, channelOfB } = await h().run(twoTenants)
+      const hijack: ChannelRecord = { ...channelOfB, name: "Hijacked", status: "disconnected", secrets: { access_token: "stolen" } }
+
+      expect(await h().run(ChannelStore.use((s) => s.update(a.id, hijack)))).toBe(false)
+      expect(await h().run(ChannelStore.use((s) => s.update(a.id, { ...hijack, tenant_id: a.id })))).toBe(false)
+      expect(await h().stored.channels(b.id)).toEqual([channelOfB])
+    })
+
+    it("lists and counts only the tenant's own channels", async () => {
+      const { a, b, channelOfA, channelOfB } = await h().run(twoTenants)
+      const extraOfB = channelRecord(b.id, { name: "Extra of B" })
+      await h().run(ChannelStore.use((s) => s.insert(extraOfB)))
+
+      expect(await h().run(ChannelStore.use((s) => s.list(a.id, { limit: 50, offset: 0 }))))
+        .toEqual({ items: [channelOfA], total: 1 })
+      const ofB = await h().run(ChannelStore.use((s) => s.list(b.id, { limit: 50, offset: 0 })))
+      expect(ofB.total).toBe(2)
+      expect(ofB.items.map((c) => c.id).sort()).toEqual([channelOfB.id, extraOfB.id].sort())
+    })
+  })
+}
