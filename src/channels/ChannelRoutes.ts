@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { NotFound } from "../kernel/ApiError.ts"
-import { isUuid } from "../kernel/Id.ts"
+import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
 import { Channel, ChannelList, toChannel } from "./Channel.ts"
 import { ChannelService } from "./ChannelService.ts"
@@ -9,11 +8,7 @@ import { ChannelService } from "./ChannelService.ts"
 /** Default and largest `page_size` of `GET /channels`. */
 export const CHANNELS_PAGE_SIZE = { default: 25, max: 100 } as const
 
-// A malformed id cannot name a channel: answer as for an unknown one.
-const channelId = (params: Readonly<Record<string, string>>) => {
-  const id = params.channel_id ?? ""
-  return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `Channel ${id} not found` }))
-}
+const channelId = (params: Readonly<Record<string, string>>) => pathId(params, "channel_id", "Channel")
 
 /** Every route of the channels area. */
 export const channelRoutes = [

@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { NotFound } from "../kernel/ApiError.ts"
-import { isUuid } from "../kernel/Id.ts"
+import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
 import { now } from "../kernel/Timestamp.ts"
 import {
@@ -16,13 +15,7 @@ import { ConnectTokenService } from "./ConnectTokenService.ts"
 /** Default and largest `page_size` of `GET /channel-connect-tokens`. */
 export const CONNECT_TOKENS_PAGE_SIZE = { default: 25, max: 100 } as const
 
-// A malformed id cannot name a token: answer as for an unknown one.
-const tokenId = (params: Readonly<Record<string, string>>) => {
-  const id = params.token_id ?? ""
-  return isUuid(id)
-    ? Effect.succeed(id.toLowerCase())
-    : Effect.fail(new NotFound({ message: `Connect token ${id} not found` }))
-}
+const tokenId = (params: Readonly<Record<string, string>>) => pathId(params, "token_id", "Connect token")
 
 const revokeRoute = (method: "DELETE" | "POST", path: string, operationId: string, summary: string) =>
   route({

@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { NotFound } from "../kernel/ApiError.ts"
-import { isUuid } from "../kernel/Id.ts"
+import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
 import { Contact, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
 import { ContactService } from "./ContactService.ts"
@@ -9,11 +8,7 @@ import { ContactService } from "./ContactService.ts"
 /** Default and largest `page_size` of `GET /contacts`. */
 export const CONTACTS_PAGE_SIZE = { default: 25, max: 100 } as const
 
-// A malformed id cannot name a contact: answer as for an unknown one.
-const contactId = (params: Readonly<Record<string, string>>) => {
-  const id = params.contact_id ?? ""
-  return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `Contact ${id} not found` }))
-}
+const contactId = (params: Readonly<Record<string, string>>) => pathId(params, "contact_id", "Contact")
 
 /** Every route of the contacts area. */
 export const contactRoutes = [

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { NotFound } from "./ApiError.ts"
 
 /** A new random identifier (UUID v4), used for every resource the service creates. */
 export const newId: Effect.Effect<string> = Effect.sync(() => globalThis.crypto.randomUUID())
@@ -7,3 +8,16 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 /** True when `value` has the shape of a UUID (any version); ids from paths are checked before lookups. */
 export const isUuid = (value: string): boolean => UUID_PATTERN.test(value)
+
+/**
+ * The UUID in path parameter `name`, lower-cased; a malformed one cannot name anything, so it
+ * fails as an unknown id would: `NotFound` with `${what} ${id} not found`.
+ */
+export const pathId = (
+  params: Readonly<Record<string, string>>,
+  name: string,
+  what: string
+): Effect.Effect<string, NotFound> => {
+  const id = params[name] ?? ""
+  return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `${what} ${id} not found` }))
+}
