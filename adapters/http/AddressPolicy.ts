@@ -1,0 +1,225 @@
+import { isIP } from "node:net"
+
+/** An IP address as a number: 32 bits for IPv4, 128 bits for IPv6. */
+interface Ip {
+  readonly family: 4 | 6
+  readonly value: bigint
+}
+
+interface Range {
+  readonly family: 4 | 6
+  readonly base: bigint
+  readonly prefix: number
+}
+
+/** Which addresses outbound requests may reach, and which `host:port` pairs are allowed as written. */
+export interface AddressPolicy {
+  /** Why `address` (an IP literal) may not be reached, or undefined when it may. */
+  readonly refusal: (address: string) => string | undefined
+  /** Whether an allow entry `host:port` names this URL host (as `URL.hostname` spells it) and port. */
+  readonly allowsHostPort: (hostname: string, port: number) => boolean
+}
+
+const bits = (family: 4 | 6) => (family === 4 ? 32 : 128)
+
+const contains = (range: Range, ip: Ip): boolean => {
+  if (range.family !== ip.family) return false
+  const shift = BigInt(bits(range.family) - range.prefix)
+  return ip.value >> shift === range.base >> shift
+}
+
+const parseV4 = (text: string): bigint | undefined => {
+  const parts = text.split(".")
+  if (parts.length !== 4) return undefined
+  let value = 0n
+  for (const part of parts) {
+    // No leading zeros: `010` would be octal to some parsers and decimal to others.
+    if (!/^(0|[1-9]\d{0,2})$/.test(part) || Number(part) > 255) return undefined
+    value = (value << 8n) | BigInt(part)
+  }
+  return value
+}
+
+const parseV6 = (text: string): bigint | undefined => {
+  const unzoned = text.split("%")[0] ?? ""
+  if (isIP(unzoned) !== 6) return undefined
+  const words = (part: string): Array<bigint> =>
+    part === "" ? [] : part.split(":").flatMap((group) => {
+      const v4 = group.includes(".") ? parseV4(group) : undefined
+      return v4 === undefined ? [BigInt(`0x${group}`)] : [v4 >> 16n, v4 & 0xffffn]
+    })
+  const [head = "", tail] = unzoned.split("::")
+  const front = words(head)
+  const back = tail === undefined ? [] : words(tail)
+  const all = [...front, ...Array<bigint>(8 - front.length - back.length).fill(0n), ...back]
+  return all.reduce((value, word) => (value << 16n) | word, 0n)
+}
+
+/** Parses an IPv4 or IPv6 literal (an IPv6 one without brackets, a zone id ignored). */
+const parseIp = (text: string): Ip | undefined => {
+  const v4 = parseV4(text)
+  if (v4 !== undefined) return { family: 4, value: v4 }
+  const v6 = parseV6(text)
+  return v6 === undefined ? undefined : { family: 6, value: v6 }
+}
+
+const formatV4 = (value: bigint) => [24n, 16n, 8n, 0n].map((shift) => (value >> shift) & 0xffn).join(".")
+
+const formatIp = (ip: Ip) =>
+  ip.family === 4
+    ? formatV4(ip.value)
+    : [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((ip.value >> shift) & 0xffffn).toString(16)).join(":")
+
+const range = (cidr: string): Range => {
+  const [address = "", prefix = ""] = cidr.split("/")
+  const ip = parseIp(address)
+  if (ip === undefined) throw new Error(`bad built-in range ${cidr}`)
+  return { family: ip.family, base: ip.value, prefix: Number(prefix) }
+}
+
+const table = (rows: ReadonlyArray<readonly [string, string]>) => rows.map(([cidr, why]) => ({ range: range(cidr), why }))
+
+/** IPv4 ranges that are not public (IANA special-purpose registry); the first match names the reason. */
+const V4_NOT_PUBLIC = table([
+  ["0.0.0.0/8", "unspecified (this network)"],
+  ["10.0.0.0/8", "private"],
+  ["100.64.0.0/10", "shared address space (CGNAT)"],
+  ["127.0.0.0/8", "loopback"],
+  ["169.254.0.0/16", "link-local (cloud metadata lives here)"],
+  ["172.16.0.0/12", "private"],
+  ["192.0.0.0/24", "IETF protocol assignments"],
+  ["192.0.2.0/24", "documentation"],
+  ["192.88.99.0/24", "6to4 relay anycast"],
+  ["192.168.0.0/16", "private"],
+  ["198.18.0.0/15", "benchmarking"],
+  ["198.51.100.0/24", "documentation"],
+  ["203.0.113.0/24", "documentation"],
+  ["224.0.0.0/4", "multicast"],
+  ["255.255.255.255/32", "broadcast"],
+  ["240.0.0.0/4", "reserved"]
+])
+
+/** IPv6 ranges that carry an IPv4 address in their low bits; the embedded address decides. */
+const V6_EMBEDDING_V4 = [
+  { range: range("::ffff:0:0/96"), name: "IPv4-mapped", shift: 0n },
+  { range: range("64:ff9b::/96"), name: "NAT64", shift: 0n },
+  { range: range("2002::/16"), name: "6to4", shift: 80n }
+]
+
+/** IPv6 ranges that are not public; anything outside global unicast 2000::/3 is refused too. */
+const V6_NOT_PUBLIC = table([
+  ["::/128", "unspecified"],
+  ["::1/128", "loopback"],
+  ["64:ff9b:1::/48", "local-use NAT64"],
+  ["2001::/32", "Teredo"],
+  ["2001::/23", "IETF protocol assignments"],
+  ["2001:db8::/32", "documentation"],
+  ["3fff::/20", "documentation"],
+  ["fc00::/7", "unique local (private)"],
+  ["fe80::/10", "link-local"],
+  ["fec0::/10", "site-local"],
+  ["ff00::/8", "multicast"]
+])
+
+const GLOBAL_UNICAST = range("2000::/3")
+
+/** Why `ip` is not a public address, or undefined when it is. */
+const notPublic = (ip: Ip): string | undefined => {
+  if (ip.family === 4) return V4_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
+  for (const embedding of V6_EMBEDDING_V4) {
+    if (!contains(embedding.range, ip)) continue
+    const v4 = (ip.value >> embedding.shift) & 0xffffffffn
+    const why = notPublic({ family: 4, value: v4 })
+    return why === undefined ? undefined : `${embedding.name} ${why} (${formatV4(v4)})`
+  }
+  return V6_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
+    ?? (contains(GLOBAL_UNICAST, ip) ? undefined : "not global unicast")
+}
+
+/** An IPv4-mapped IPv6 address is the IPv4 host itself, so IPv4 allow entries cover it. */
+const unmapped = (ip: Ip): Ip =>
+  contains(V6_EMBEDDING_V4[0]!.range, ip) ? { family: 4, value: ip.value & 0xffffffffn } : ip
+
+type AllowEntry =
+  | { readonly _tag: "Range"; readonly range: Range }
+  | { readonly _tag: "HostPort"; readonly hostname: string; readonly port: number }
+
+const EXAMPLES = "expected a CIDR such as 10.0.0.0/8 or fd00::/8, or host:port such as localhost:8443"
+
+const parseCidr = (entry: string): Range => {
+  const [address = "", prefixText = "", ...rest] = entry.split("/")
+  const ip = parseIp(address)
+  if (rest.length > 0) throw new Error(EXAMPLES)
+  if (ip === undefined) throw new Error(`"${address}" is not an IP address; ${EXAMPLES}`)
+  const max = bits(ip.family)
+  const prefix = Number(prefixText)
+  if (!/^\d{1,3}$/.test(prefixText) || prefix > max) {
+    throw new Error(`the prefix length must be 0 to ${max} for IPv${ip.family}`)
+  }
+  const hostBits = BigInt(max - prefix)
+  const base = (ip.value >> hostBits) << hostBits
+  if (base !== ip.value) {
+    throw new Error(`bits are set after the /${prefix} prefix (did you mean ${formatIp({ ...ip, value: base })}/${prefix}?)`)
+  }
+  return { family: ip.family, base, prefix }
+}
+
+const parseHostPort = (entry: string): AllowEntry => {
+  const colon = entry.lastIndexOf(":")
+  const host = entry.slice(0, colon)
+  const portText = entry.slice(colon + 1)
+  const port = Number(portText)
+  if (colon <= 0) throw new Error(EXAMPLES)
+  if (!/^\d{1,5}$/.test(portText) || port < 1 || port > 65535) {
+    throw new Error(`the port must be 1 to 65535; ${EXAMPLES}`)
+  }
+  if (/[/?#@\\\s]/.test(host)) throw new Error(`"${host}" is not a host name; ${EXAMPLES}`)
+  let hostname: string
+  try {
+    // Spelled as `URL.hostname` spells it, so `LocalHost` or `[::FFFF:127.0.0.1]` match their URLs.
+    hostname = new URL(`http://${host}/`).hostname
+  } catch {
+    throw new Error(`"${host}" is not a host name; ${EXAMPLES}`)
+  }
+  return { _tag: "HostPort", hostname, port }
+}
+
+const parseEntry = (entry: string): AllowEntry => {
+  try {
+    if (entry.includes("/")) return { _tag: "Range", range: parseCidr(entry) }
+    // A bare address allows that one address.
+    const ip = parseIp(entry)
+    if (ip !== undefined) return { _tag: "Range", range: { family: ip.family, base: ip.value, prefix: bits(ip.family) } }
+    return parseHostPort(entry)
+  } catch (error) {
+    throw new Error(`OMNI_OUTBOUND_ALLOW entry "${entry}": ${(error as Error).message}`)
+  }
+}
+
+/**
+ * Parses `OMNI_OUTBOUND_ALLOW`: comma-separated CIDRs (`10.0.0.0/8`, `::1/128`), single addresses,
+ * or `host:port` pairs (`localhost:8443`, `[::1]:9000`). Throws an Error naming a bad entry.
+ */
+export const parseOutboundAllow = (env: string | undefined): ReadonlyArray<string> => {
+  const entries = (env ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  entries.forEach(parseEntry)
+  return entries
+}
+
+/** The policy for the given allow entries (as `parseOutboundAllow` returns them); throws on a bad entry. */
+export const makeAddressPolicy = (allow: ReadonlyArray<string>): AddressPolicy => {
+  const entries = allow.map(parseEntry)
+  const ranges = entries.flatMap((entry) => (entry._tag === "Range" ? [entry.range] : []))
+  const hostPorts = new Set(entries.flatMap((entry) => (entry._tag === "HostPort" ? [`${entry.hostname}:${entry.port}`] : [])))
+  return {
+    refusal: (address) => {
+      const ip = parseIp(address)
+      if (ip === undefined) return "not an IP address"
+      const why = notPublic(ip)
+      if (why === undefined) return undefined
+      const candidates = [ip, unmapped(ip)]
+      return ranges.some((allowed) => candidates.some((candidate) => contains(allowed, candidate))) ? undefined : why
+    },
+    allowsHostPort: (hostname, port) => hostPorts.has(`${hostname}:${port}`)
+  }
+}
