@@ -13,6 +13,7 @@ export * as Tenants from "./tenants/index.ts"
 export * as Contacts from "./contacts/index.ts"
 export * as Channels from "./channels/index.ts"
 export * as ConnectTokens from "./connect-tokens/index.ts"
+export * as Webhooks from "./webhooks/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
 export type { Bootstrapped, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"
 export type { ConnectTokenEvent, ConnectTokenIntent, ConnectTokenState, ConnectTokenStatus } from "./connect-tokens/ConnectTokenMachine.ts"

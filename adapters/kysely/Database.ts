@@ -13,6 +13,7 @@ export interface Database {
   outbox_events: OutboxEventsTable
   channels: ChannelsTable
   connect_tokens: ConnectTokensTable
+  webhook_endpoints: WebhookEndpointsTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -123,6 +124,34 @@ export interface ConnectTokensTable {
   use_window_ends_at: string | null
   revoked_at: string | null
   created_at: string
+}
+
+export interface WebhookEndpointsTable {
+  id: string
+  tenant_id: string
+  name: string
+  url: string
+  secret: string
+  authorization_header: string | null
+  subscribed_events: string
+  source_filter_mode: string
+  filtered_channel_ids: string | null
+  filtered_email_integration_ids: string | null
+  retry_strategy: string
+  max_retries: number
+  timeout_seconds: number
+  is_active: Flag
+  is_verified: Flag
+  consecutive_failures: number
+  suspended_at: string | null
+  next_reactivation_at: string | null
+  reactivation_attempts: number
+  permanently_deactivated_at: string | null
+  last_success_at: string | null
+  last_failure_at: string | null
+  last_error: string | null
+  created_at: string
+  updated_at: string | null
 }
 
 /** The database handle every store takes: the root instance or a transaction of it. */

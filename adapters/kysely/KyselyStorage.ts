@@ -13,6 +13,7 @@ import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
+import { webhookEndpointStoreLayer } from "./stores/WebhookEndpointStoreKysely.ts"
 
 /** Every port the storage adapter provides. */
 export type Storage = StoragePorts
@@ -30,7 +31,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Stora
     contactStoreLayer,
     outboxStoreLayer,
     channelStoreLayer,
-    connectTokenStoreLayer
+    connectTokenStoreLayer,
+    webhookEndpointStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 
 /** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */

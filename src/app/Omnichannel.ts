@@ -18,12 +18,15 @@ import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProvider
 import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
 import type { ChannelStore } from "../ports/ChannelStore.ts"
 import type { ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
+import type { WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import type { ContactStore } from "../ports/ContactStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { TenantStore } from "../ports/TenantStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 import { tenantRoutes } from "../tenants/TenantRoutes.ts"
 import { TenantService } from "../tenants/TenantService.ts"
+import { webhookEndpointRoutes } from "../webhooks/WebhookEndpointRoutes.ts"
+import { WebhookEndpointService } from "../webhooks/WebhookEndpointService.ts"
 
 /** The ports a storage adapter must provide. */
 export type StoragePorts =
@@ -35,6 +38,7 @@ export type StoragePorts =
   | OutboxStore
   | ChannelStore
   | ConnectTokenStore
+  | WebhookEndpointStore
 
 /** What the host configures: channel providers and where connect links point. */
 export type HostServices = ChannelProviders | ConnectLinks
@@ -46,6 +50,7 @@ export type CoreServices =
   | ContactService
   | ChannelService
   | ConnectTokenService
+  | WebhookEndpointService
   | Operator
   | BackgroundWork
 
@@ -58,6 +63,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
   ContactService.layer,
   Operator.layer,
   ConnectTokenService.layer,
+  WebhookEndpointService.layer,
   Layer.succeed(BackgroundWork, BackgroundWork.of({ jobs: [] }))
 ).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer)))
 
@@ -67,6 +73,7 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...contactRoutes,
   ...channelRoutes,
   ...connectTokenRoutes,
+  ...webhookEndpointRoutes,
   ...eventRoutes
 ]
 

@@ -3,7 +3,7 @@ import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
 import { type ApiError, InvalidRequest, MissingScope } from "../kernel/ApiError.ts"
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
 import type { StorageError } from "../ports/StorageError.ts"
-import { toErrorResponse } from "./ErrorResponse.ts"
+import { toCodedErrorResponse, toErrorResponse } from "./ErrorResponse.ts"
 import { makeOpenApiDocument } from "./OpenApi.ts"
 import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
 import type { Route } from "./Route.ts"
@@ -148,7 +148,7 @@ export const makeApiHandler = <R>(
               if (error instanceof UnsupportedMediaType) {
                 return Effect.succeed(json(415, { detail: "Content-Type must be application/json" }))
               }
-              const answer = toErrorResponse(error)
+              const answer = candidate.route.errorStyle === "coded" ? toCodedErrorResponse(error) : toErrorResponse(error)
               return Effect.succeed(json(answer.status, answer.body, answer.headers))
             })
           )

@@ -36,3 +36,27 @@ export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse =
         : { status: 500, body: { detail: "Internal server error" } }
   }
 }
+
+// The spec's webhook error codes; failures it does not name keep the plain `detail` form.
+const CODES: Partial<Record<(ApiError | StorageError)["_tag"], string>> = {
+  Unauthenticated: "INVALID_TOKEN",
+  MissingScope: "INSUFFICIENT_SCOPE",
+  Forbidden: "FORBIDDEN",
+  NotFound: "RESOURCE_NOT_FOUND",
+  InvalidRequest: "VALIDATION_ERROR"
+}
+
+/** The same failures with the spec's webhook codes: `{"detail": {"code", "message", "errors"?}}`. */
+export const toCodedErrorResponse = (error: ApiError | StorageError): ErrorResponse => {
+  const plain = toErrorResponse(error)
+  const code = CODES[error._tag]
+  if (code === undefined) return plain
+  const detail = (plain.body as { readonly detail: unknown }).detail
+  const message = error._tag === "InvalidRequest"
+    ? error.issues.map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; ")
+    : String(detail)
+  return {
+    ...plain,
+    body: { detail: { code, message, ...(error._tag === "InvalidRequest" ? { errors: error.issues } : {}) } }
+  }
+}

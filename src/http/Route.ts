@@ -34,6 +34,11 @@ export interface Route<R> {
   readonly response: { readonly status: number; readonly schema: WireSchema<unknown>; readonly description: string }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
+  /**
+   * How failures are written: `detail` (the default, `{"detail": …}`) or `coded`
+   * (`{"detail": {"code": "RESOURCE_NOT_FOUND", "message": …}}`, the spec's webhook errors).
+   */
+  readonly errorStyle: "detail" | "coded"
   readonly handle: (
     input: RouteInput<ApiKeyPrincipal | UserPrincipal, unknown, unknown>
   ) => Effect.Effect<unknown, ApiError | StorageError, R>
@@ -56,9 +61,11 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
   readonly body?: WireSchema<B>
   readonly response: { readonly status: number; readonly schema: WireSchema<O>; readonly description: string }
   readonly errors?: ReadonlyArray<number>
+  readonly errorStyle?: "detail" | "coded"
   readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O, ApiError | StorageError, R>
 }): Route<R> => ({
   ...definition,
   errors: definition.errors ?? [],
+  errorStyle: definition.errorStyle ?? "detail",
   handle: definition.handle as Route<R>["handle"]
 })

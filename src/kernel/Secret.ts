@@ -17,6 +17,14 @@ export const randomToken = (length: number): Effect.Effect<string> =>
     return out
   })
 
+/** `bytes` random bytes from the platform's CSPRNG, base64-encoded. */
+export const randomBase64 = (bytes: number): Effect.Effect<string> =>
+  Effect.sync(() => {
+    const buffer = new Uint8Array(bytes)
+    globalThis.crypto.getRandomValues(buffer)
+    return btoa(String.fromCharCode(...buffer))
+  })
+
 /** Lower-case hex SHA-256 of a UTF-8 string (Web Crypto, available on every runtime). */
 export const sha256Hex = (value: string): Effect.Effect<string> =>
   Effect.promise(async () => {

@@ -10,3 +10,4 @@ export { type ChannelProvider, ChannelProviders, type ProviderConnection, type P
 export { type ChannelRecord, ChannelStore } from "./ChannelStore.ts"
 export { type ConnectTokenRecord, ConnectTokenStore } from "./ConnectTokenStore.ts"
 export { OutboundError, type OutboundRequest, type OutboundResponse, OutboundHttp } from "./OutboundHttp.ts"
+export { WebhookEndpointStore, type WebhookEndpointRecord } from "./WebhookEndpointStore.ts"
