@@ -1,0 +1,38 @@
+import { Effect } from "effect"
+import { Webhook, WebhookVerificationError } from "standardwebhooks"
+import { describe, expect, it } from "vitest"
+import { sign } from "../../../src/webhooks/Signature.ts"
+import { newSigningSecret } from "../../../src/webhooks/WebhookEndpointService.ts"
+
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+describe("Standard Webhooks signatures", () => {
+  it("verifies with the standardwebhooks reference library", async () => {
+    const secret = await Effect.runPromise(newSigningSecret)
+    const body = JSON.stringify({ id: "evt_1", type: "contact.created", data: { name: "Zoë ✓" } })
+    const headers = await Effect.runPromise(sign({ secret, messageId: "evt_1", timestampSeconds: nowSeconds(), body }))
+    expect(new Webhook(secret).verify(body, { ...headers })).toEqual(JSON.parse(body))
+  })
+
+  it("fails verification for a changed body, another secret or a stale timestamp", async () => {
+    const secret = await Effect.runPromise(newSigningSecret)
+    const other = await Effect.runPromise(newSigningSecret)
+    const body = JSON.stringify({ id: "evt_2" })
+    const fresh = await Effect.runPromise(sign({ secret, messageId: "evt_2", timestampSeconds: nowSeconds(), body }))
+    expect(() => new Webhook(secret).verify(`${body} `, { ...fresh })).toThrow(WebhookVerificationError)
+    expect(() => new Webhook(other).verify(body, { ...fresh })).toThrow(WebhookVerificationError)
+    const stale = await Effect.runPromise(sign({ secret, messageId: "evt_2", timestampSeconds: nowSeconds() - 3600, body }))
+    expect(() => new Webhook(secret).verify(body, { ...stale })).toThrow(WebhookVerificationError)
+  })
+
+  it("matches the Standard Webhooks specification's example", async () => {
+    // The example of the specification's README: same secret, id, timestamp and payload.
+    const headers = await Effect.runPromise(sign({
+      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      messageId: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+      timestampSeconds: 1614265330,
+      body: '{"test": 2432232314}'
+    }))
+    expect(headers["webhook-signature"]).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+  })
+})
