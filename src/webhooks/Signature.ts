@@ -9,7 +9,12 @@ export interface SignatureHeaders {
 
 const SECRET_PREFIX = "whsec_"
 
-const fromBase64 = (base64: string): Uint8Array => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))
+const fromBase64 = (base64: string): Uint8Array<ArrayBuffer> => {
+  const binary = atob(base64)
+  const bytes = new Uint8Array(new ArrayBuffer(binary.length))
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
 const toBase64 = (bytes: ArrayBuffer): string => btoa(String.fromCharCode(...new Uint8Array(bytes)))
 
 /**

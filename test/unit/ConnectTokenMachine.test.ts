@@ -1,5 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { makeAdvanceTime } from "../support/AdvanceTime.ts"
 import {
   type ConnectTokenState,
   type ConnectTokenStatus,
@@ -169,16 +170,7 @@ class RevokeCommand implements fc.Command<Model, Real> {
   toString = () => "Revoke"
 }
 
-class AdvanceTimeCommand implements fc.Command<Model, Real> {
-  constructor(readonly ms: number) {}
-  check = () => true
-  run(m: Model, r: Real) {
-    m.now += this.ms
-    r.now += this.ms
-    agree(m, r)
-  }
-  toString = () => `AdvanceTime(${this.ms})`
-}
+const AdvanceTimeCommand = makeAdvanceTime<Model, Real>(agree)
 
 // Round steps land exactly on a window's end or on expires_at, a millisecond just past one; others fall anywhere.
 const advance = fc.oneof(

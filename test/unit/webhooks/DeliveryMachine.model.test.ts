@@ -1,5 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { makeAdvanceTime } from "../../support/AdvanceTime.ts"
 import {
   canRetry,
   type DeliveryEvent,
@@ -138,16 +139,7 @@ class DeadLetterCommand implements fc.Command<Model, Real> {
   toString = () => "DeadLetter"
 }
 
-class AdvanceTimeCommand implements fc.Command<Model, Real> {
-  constructor(readonly ms: number) {}
-  check = () => true
-  run(m: Model, r: Real) {
-    m.now += this.ms
-    r.now += this.ms
-    agree(m, r)
-  }
-  toString = () => `AdvanceTime(${this.ms})`
-}
+const AdvanceTimeCommand = makeAdvanceTime<Model, Real>(agree)
 
 /** Jumps to the scheduled retry, so attempts also happen exactly on time. */
 class AdvanceToRetryCommand implements fc.Command<Model, Real> {

@@ -1,5 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { makeAdvanceTime } from "../../support/AdvanceTime.ts"
 import {
   dueForReverification,
   type EndpointEvent,
@@ -201,16 +202,7 @@ class PatchIsActiveCommand implements fc.Command<Model, Real> {
   toString = () => `PatchIsActive(${this.value})`
 }
 
-class AdvanceTimeCommand implements fc.Command<Model, Real> {
-  constructor(readonly ms: number) {}
-  check = () => true
-  run(m: Model, r: Real) {
-    m.now += this.ms
-    r.now += this.ms
-    agree(m, r)
-  }
-  toString = () => `AdvanceTime(${this.ms})`
-}
+const AdvanceTimeCommand = makeAdvanceTime<Model, Real>(agree)
 
 /** Jumps to the next scheduled check, so checks also happen exactly on time. */
 class AdvanceToCheckCommand implements fc.Command<Model, Real> {
