@@ -50,11 +50,8 @@ const SourceFilterMode = Schema.Literals(["all", "selected"])
 const between = (limits: { readonly minimum: number; readonly maximum: number }) =>
   Schema.Int.check(Schema.isBetween({ minimum: limits.minimum, maximum: limits.maximum }))
 
-/** Body of `POST /webhook-endpoints`. */
-export const CreateWebhookEndpointRequest = Schema.Struct({
-  name: Name,
-  url: HttpsUrl,
-  subscribed_events: EventTypes,
+// The optional settings, alike in creation and PATCH.
+const settingsFields = {
   authorization_header: Schema.optionalKey(AuthorizationHeader),
   retry_strategy: Schema.optionalKey(RetryStrategy),
   max_retries: Schema.optionalKey(between(WEBHOOK_LIMITS.max_retries)),
@@ -62,6 +59,14 @@ export const CreateWebhookEndpointRequest = Schema.Struct({
   source_filter_mode: Schema.optionalKey(SourceFilterMode),
   filtered_channel_ids: Schema.optionalKey(Schema.NullOr(Ids)),
   filtered_email_integration_ids: Schema.optionalKey(Schema.NullOr(Ids))
+}
+
+/** Body of `POST /webhook-endpoints`. */
+export const CreateWebhookEndpointRequest = Schema.Struct({
+  name: Name,
+  url: HttpsUrl,
+  subscribed_events: EventTypes,
+  ...settingsFields
 })
 /** Body of `POST /webhook-endpoints`. */
 export type CreateWebhookEndpointRequest = typeof CreateWebhookEndpointRequest.Type
@@ -75,13 +80,7 @@ export const UpdateWebhookEndpointRequest = Schema.Struct({
   url: Schema.optionalKey(HttpsUrl),
   subscribed_events: Schema.optionalKey(EventTypes),
   is_active: Schema.optionalKey(Schema.Boolean),
-  authorization_header: Schema.optionalKey(AuthorizationHeader),
-  retry_strategy: Schema.optionalKey(RetryStrategy),
-  max_retries: Schema.optionalKey(between(WEBHOOK_LIMITS.max_retries)),
-  timeout_seconds: Schema.optionalKey(between(WEBHOOK_LIMITS.timeout_seconds)),
-  source_filter_mode: Schema.optionalKey(SourceFilterMode),
-  filtered_channel_ids: Schema.optionalKey(Schema.NullOr(Ids)),
-  filtered_email_integration_ids: Schema.optionalKey(Schema.NullOr(Ids))
+  ...settingsFields
 })
 /** Body of `PATCH /webhook-endpoints/{id}`. */
 export type UpdateWebhookEndpointRequest = typeof UpdateWebhookEndpointRequest.Type
