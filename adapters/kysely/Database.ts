@@ -14,6 +14,7 @@ export interface Database {
   channels: ChannelsTable
   connect_tokens: ConnectTokensTable
   webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -90,6 +91,7 @@ export interface OutboxEventsTable {
   event_id: string
   created_at: string
   data: string
+  fanned_out_at: string | null
 }
 
 export interface ChannelsTable {
@@ -152,6 +154,29 @@ export interface WebhookEndpointsTable {
   last_error: string | null
   created_at: string
   updated_at: string | null
+  check_lease_until: string | null
+}
+
+export interface WebhookDeliveriesTable {
+  id: string
+  tenant_id: string
+  webhook_endpoint_id: string
+  event_id: string
+  event_type: string
+  envelope: string
+  outbox_seq: number
+  status: string
+  attempt_number: number
+  max_retries: number
+  retry_strategy: string
+  next_retry_at: string | null
+  completed_at: string | null
+  response_status_code: number | null
+  response_time_ms: number | null
+  error_message: string | null
+  previous_delivery_id: string | null
+  lease_expires_at: string | null
+  created_at: string
 }
 
 /** The database handle every store takes: the root instance or a transaction of it. */

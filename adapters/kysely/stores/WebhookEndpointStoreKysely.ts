@@ -8,7 +8,8 @@ import { fromFlag, toFlag } from "./Rows.ts"
 const list = (json: string | null): ReadonlyArray<string> | null =>
   json === null ? null : JSON.parse(json) as Array<string>
 
-const fromRow = (row: WebhookEndpointsTable): WebhookEndpointRecord => ({
+// The check lease belongs to the re-verification claim, not to the record.
+const fromRow = ({ check_lease_until: _lease, ...row }: WebhookEndpointsTable): WebhookEndpointRecord => ({
   ...row,
   subscribed_events: JSON.parse(row.subscribed_events) as Array<string>,
   source_filter_mode: row.source_filter_mode === "selected" ? "selected" : "all",
@@ -23,7 +24,7 @@ const fromRow = (row: WebhookEndpointsTable): WebhookEndpointRecord => ({
   is_verified: fromFlag(row.is_verified)
 })
 
-const toRow = (endpoint: WebhookEndpointRecord): WebhookEndpointsTable => ({
+const toRow = (endpoint: WebhookEndpointRecord): Omit<WebhookEndpointsTable, "check_lease_until"> => ({
   ...endpoint,
   subscribed_events: JSON.stringify(endpoint.subscribed_events),
   filtered_channel_ids: endpoint.filtered_channel_ids === null ? null : JSON.stringify(endpoint.filtered_channel_ids),

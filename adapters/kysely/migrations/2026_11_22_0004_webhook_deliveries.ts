@@ -1,0 +1,33 @@
+import type { Kysely } from "kysely"
+
+/** Webhook deliveries, the outbox's fan-out mark and the endpoints' check lease. Never edit once landed. */
+export const up = async (db: Kysely<unknown>): Promise<void> => {
+  await db.schema.alterTable("outbox_events").addColumn("fanned_out_at", "text").execute()
+  await db.schema.createIndex("outbox_events_unfanned_idx").on("outbox_events").columns(["fanned_out_at", "seq"]).execute()
+  await db.schema.alterTable("webhook_endpoints").addColumn("check_lease_until", "text").execute()
+  await db.schema.createTable("webhook_deliveries")
+    .addColumn("id", "text", (c) => c.primaryKey())
+    .addColumn("tenant_id", "text", (c) => c.notNull())
+    .addColumn("webhook_endpoint_id", "text", (c) => c.notNull().references("webhook_endpoints.id").onDelete("cascade"))
+    .addColumn("event_id", "text", (c) => c.notNull())
+    .addColumn("event_type", "text", (c) => c.notNull())
+    .addColumn("envelope", "text", (c) => c.notNull())
+    .addColumn("outbox_seq", "bigint", (c) => c.notNull())
+    .addColumn("status", "text", (c) => c.notNull())
+    .addColumn("attempt_number", "integer", (c) => c.notNull())
+    .addColumn("max_retries", "integer", (c) => c.notNull())
+    .addColumn("retry_strategy", "text", (c) => c.notNull())
+    .addColumn("next_retry_at", "text")
+    .addColumn("completed_at", "text")
+    .addColumn("response_status_code", "integer")
+    .addColumn("response_time_ms", "integer")
+    .addColumn("error_message", "text")
+    .addColumn("previous_delivery_id", "text")
+    .addColumn("lease_expires_at", "text")
+    .addColumn("created_at", "text", (c) => c.notNull())
+    .execute()
+  await db.schema.createIndex("webhook_deliveries_due_idx").on("webhook_deliveries")
+    .columns(["status", "next_retry_at", "created_at"]).execute()
+  await db.schema.createIndex("webhook_deliveries_endpoint_idx").on("webhook_deliveries")
+    .columns(["webhook_endpoint_id", "status", "created_at", "outbox_seq"]).execute()
+}

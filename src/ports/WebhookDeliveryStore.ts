@@ -1,0 +1,53 @@
+import { Context, type Effect, type Option } from "effect"
+import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
+import type { DeliveryState, DeliveryStatus } from "../webhooks/DeliveryMachine.ts"
+import type { StorageError } from "./StorageError.ts"
+
+/** One delivery of one event to one endpoint, as stored: the machine's state plus what to send. */
+export interface WebhookDeliveryRecord extends DeliveryState {
+  readonly id: string
+  readonly tenant_id: string
+  readonly webhook_endpoint_id: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly envelope: EventEnvelope
+  /** The event's place in the outbox, so a backlog replays in the order events happened. */
+  readonly outbox_seq: number
+  readonly previous_delivery_id: string | null
+  readonly created_at: string
+}
+
+/** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
+export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
+  readonly insertMany: (deliveries: ReadonlyArray<WebhookDeliveryRecord>) => Effect.Effect<void, StorageError>
+  /**
+   * Leases up to `limit` deliveries due at `now` (pending, or retrying with next_retry_at ≤ now)
+   * whose lease is free, until `leaseUntil`; a crashed worker's claims come back when it passes.
+   * Several processes claiming at once get disjoint rows.
+   */
+  readonly claimDue: (
+    now: string,
+    leaseUntil: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<WebhookDeliveryRecord>, StorageError>
+  /** Writes the delivery's machine state and frees its lease. */
+  readonly save: (delivery: WebhookDeliveryRecord) => Effect.Effect<void, StorageError>
+  readonly get: (
+    tenantId: string,
+    endpointId: string,
+    id: string
+  ) => Effect.Effect<Option.Option<WebhookDeliveryRecord>, StorageError>
+  /** One page of an endpoint's deliveries, newest first, with the total matching the filters. */
+  readonly list: (
+    tenantId: string,
+    endpointId: string,
+    filter: { readonly status?: DeliveryStatus; readonly event_type?: string; readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<WebhookDeliveryRecord>; readonly total: number }, StorageError>
+  readonly countQueued: (endpointId: string) => Effect.Effect<number, StorageError>
+  /** Suspension: the endpoint's pending and retrying deliveries become `queued`. */
+  readonly parkOutstanding: (endpointId: string) => Effect.Effect<void, StorageError>
+  /** Recovery: the endpoint's queued deliveries become `pending`, due at once, replayed in event order. */
+  readonly replayQueued: (endpointId: string) => Effect.Effect<void, StorageError>
+  /** Deactivation: the endpoint's unfinished deliveries become `dead_letter` with `reason`. */
+  readonly deadLetterOutstanding: (endpointId: string, reason: string, at: string) => Effect.Effect<void, StorageError>
+}>()("omnichannel-core/ports/WebhookDeliveryStore") {}
