@@ -11,4 +11,13 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     tenantId: string,
     options: { readonly limit: number; readonly offset?: number; readonly type?: string }
   ) => Effect.Effect<ReadonlyArray<EventEnvelope>, StorageError>
+  /**
+   * Up to `limit` events not yet fanned out to webhooks, in append order. Call inside a
+   * transaction: PostgreSQL locks the rows, skipping those another worker holds.
+   */
+  readonly claimUnfanned: (
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
+  /** Marks events as fanned out, in the transaction that created their deliveries. */
+  readonly markFannedOut: (seqs: ReadonlyArray<number>, at: string) => Effect.Effect<void, StorageError>
 }>()("omnichannel-core/ports/OutboxStore") {}

@@ -33,6 +33,15 @@ export class WebhookEndpointStore extends Context.Service<WebhookEndpointStore, 
   readonly list: (tenantId: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRecord>, StorageError>
   /** Replaces the stored endpoint `endpoint.id` of `tenantId`; `false` when it does not exist there. */
   readonly update: (tenantId: string, endpoint: WebhookEndpointRecord) => Effect.Effect<boolean, StorageError>
+  /**
+   * Leases up to `limit` suspended endpoints whose next re-verification is due at `now`, until
+   * `leaseUntil`, so exactly one worker checks each.
+   */
+  readonly claimDueChecks: (
+    now: string,
+    leaseUntil: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<WebhookEndpointRecord>, StorageError>
   /** Deletes the endpoint; `false` when it does not exist in the tenant. */
   readonly delete: (tenantId: string, id: string) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/WebhookEndpointStore") {}

@@ -27,7 +27,23 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
           return q.orderBy("seq").limit(options.limit).offset(options.offset ?? 0).execute()
         }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> =>
           rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }))
-        ))
+        )),
+      claimUnfanned: (limit) =>
+        query(connection, (db) => {
+          let q = db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
+            .where("fanned_out_at", "is", null).orderBy("seq").limit(limit)
+          if (connection.dialect === "postgres") q = q.forUpdate().skipLocked()
+          return q.execute()
+        }).pipe(Effect.map((rows) =>
+          rows.map(({ seq, data, ...event }) => ({
+            seq: Number(seq),
+            event: { ...event, data: JSON.parse(data) as Record<string, unknown> }
+          }))
+        )),
+      markFannedOut: (seqs, at) =>
+        seqs.length === 0 ? Effect.void : query(connection, (db) =>
+          db.updateTable("outbox_events").set({ fanned_out_at: at }).where("seq", "in", [...seqs]).execute())
+          .pipe(Effect.asVoid)
     })
   })
 )

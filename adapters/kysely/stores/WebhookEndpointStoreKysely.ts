@@ -61,6 +61,16 @@ export const webhookEndpointStoreLayer: Layer.Layer<WebhookEndpointStore, never,
             .where("id", "=", endpoint.id).executeTakeFirst())
           .pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0))
       },
+      claimDueChecks: (now, leaseUntil, limit) =>
+        query(connection, (db) => {
+          let due = db.selectFrom("webhook_endpoints").select("id")
+            .where("suspended_at", "is not", null).where("next_reactivation_at", "<=", now)
+            .where((eb) => eb.or([eb("check_lease_until", "is", null), eb("check_lease_until", "<=", now)]))
+            .orderBy("next_reactivation_at").limit(limit)
+          if (connection.dialect === "postgres") due = due.forUpdate().skipLocked()
+          return db.updateTable("webhook_endpoints").set({ check_lease_until: leaseUntil }).where("id", "in", due)
+            .returningAll().execute()
+        }).pipe(Effect.map((rows) => rows.map(fromRow))),
       delete: (tenantId, id) =>
         query(connection, (db) =>
           db.deleteFrom("webhook_endpoints").where("tenant_id", "=", tenantId).where("id", "=", id)

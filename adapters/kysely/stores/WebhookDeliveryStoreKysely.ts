@@ -1,0 +1,103 @@
+import { Effect, Layer, Option } from "effect"
+import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
+import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
+import type { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
+import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
+import { KyselyConnection, query } from "../Connection.ts"
+import type { WebhookDeliveriesTable } from "../Database.ts"
+
+const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => ({
+  ...row,
+  envelope: JSON.parse(row.envelope) as EventEnvelope,
+  outbox_seq: Number(row.outbox_seq),
+  status: row.status as DeliveryStatus,
+  retry_strategy: row.retry_strategy as RetryStrategy,
+  attempt_number: Number(row.attempt_number),
+  max_retries: Number(row.max_retries),
+  response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
+  response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
+})
+
+const toRow = (delivery: WebhookDeliveryRecord): WebhookDeliveriesTable => ({
+  ...delivery,
+  envelope: JSON.stringify(delivery.envelope),
+  lease_expires_at: null
+})
+
+/** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
+export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
+  WebhookDeliveryStore,
+  Effect.gen(function*() {
+    const connection = yield* KyselyConnection
+    const forEndpoint = (endpointId: string, statuses: ReadonlyArray<DeliveryStatus>) => (db: typeof connection.db) =>
+      db.updateTable("webhook_deliveries").where("webhook_endpoint_id", "=", endpointId).where("status", "in", statuses)
+    return WebhookDeliveryStore.of({
+      insertMany: (deliveries) =>
+        deliveries.length === 0 ? Effect.void : query(connection, async (db) => {
+          // Batches keep each statement under the drivers' bound-parameter limits.
+          for (let i = 0; i < deliveries.length; i += 500) {
+            await db.insertInto("webhook_deliveries").values(deliveries.slice(i, i + 500).map(toRow)).execute()
+          }
+        }),
+      claimDue: (now, leaseUntil, limit) =>
+        query(connection, (db) => {
+          let due = db.selectFrom("webhook_deliveries").select("id")
+            .where((eb) =>
+              eb.or([
+                eb("status", "=", "pending"),
+                eb.and([eb("status", "=", "retrying"), eb("next_retry_at", "<=", now)])
+              ])
+            )
+            .where((eb) => eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<=", now)]))
+            .orderBy("created_at").orderBy("outbox_seq").limit(limit)
+          // PostgreSQL: concurrent claimers skip each other's rows instead of waiting or doubling up.
+          if (connection.dialect === "postgres") due = due.forUpdate().skipLocked()
+          return db.updateTable("webhook_deliveries").set({ lease_expires_at: leaseUntil }).where("id", "in", due)
+            .returningAll().execute()
+        }).pipe(Effect.map((rows) =>
+          rows.map(fromRow).sort((a, b) =>
+            a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
+          )
+        )),
+      save: (delivery) => {
+        const { id, tenant_id: _t, webhook_endpoint_id: _e, created_at: _c, ...changes } = toRow(delivery)
+        return query(connection, (db) =>
+          db.updateTable("webhook_deliveries").set(changes).where("id", "=", id).execute()).pipe(Effect.asVoid)
+      },
+      get: (tenantId, endpointId, id) =>
+        query(connection, (db) =>
+          db.selectFrom("webhook_deliveries").selectAll().where("tenant_id", "=", tenantId)
+            .where("webhook_endpoint_id", "=", endpointId).where("id", "=", id).executeTakeFirst())
+          .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
+      list: (tenantId, endpointId, filter) =>
+        query(connection, async (db) => {
+          let base = db.selectFrom("webhook_deliveries").where("tenant_id", "=", tenantId)
+            .where("webhook_endpoint_id", "=", endpointId)
+          if (filter.status !== undefined) base = base.where("status", "=", filter.status)
+          if (filter.event_type !== undefined) base = base.where("event_type", "=", filter.event_type)
+          const items = await base.selectAll().orderBy("created_at", "desc").orderBy("outbox_seq", "desc")
+            .orderBy("id", "desc").limit(filter.limit).offset(filter.offset).execute()
+          const count = await base.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
+          return { items: items.map(fromRow), total: Number(count.n) }
+        }),
+      countQueued: (endpointId) =>
+        query(connection, (db) =>
+          db.selectFrom("webhook_deliveries").select((eb) => eb.fn.countAll().as("n"))
+            .where("webhook_endpoint_id", "=", endpointId).where("status", "=", "queued").executeTakeFirstOrThrow())
+          .pipe(Effect.map((row) => Number(row.n))),
+      parkOutstanding: (endpointId) =>
+        query(connection, (db) =>
+          forEndpoint(endpointId, ["pending", "retrying"])(db).set({ status: "queued", next_retry_at: null }).execute())
+          .pipe(Effect.asVoid),
+      replayQueued: (endpointId) =>
+        query(connection, (db) =>
+          forEndpoint(endpointId, ["queued"])(db).set({ status: "pending", next_retry_at: null }).execute())
+          .pipe(Effect.asVoid),
+      deadLetterOutstanding: (endpointId, reason, at) =>
+        query(connection, (db) =>
+          forEndpoint(endpointId, ["pending", "retrying", "queued"])(db)
+            .set({ status: "dead_letter", next_retry_at: null, error_message: reason, completed_at: at }).execute())
+          .pipe(Effect.asVoid)
+    })
+  })
+)
