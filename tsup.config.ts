@@ -8,6 +8,7 @@ export default defineConfig({
     node: "adapters/node/NodeListener.ts",
     clock: "adapters/clock/ManualClock.ts",
     providers: "adapters/providers/SimulatedProviders.ts",
+    http: "adapters/http/GuardedHttp.ts",
     testing: "test/conformance/index.ts"
   },
   format: ["esm"],

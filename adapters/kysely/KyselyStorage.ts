@@ -13,6 +13,7 @@ import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
+import { webhookDeliveryStoreLayer } from "./stores/WebhookDeliveryStoreKysely.ts"
 import { webhookEndpointStoreLayer } from "./stores/WebhookEndpointStoreKysely.ts"
 
 /** Every port the storage adapter provides. */
@@ -32,7 +33,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Stora
     outboxStoreLayer,
     channelStoreLayer,
     connectTokenStoreLayer,
-    webhookEndpointStoreLayer
+    webhookEndpointStoreLayer,
+    webhookDeliveryStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 
 /** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */

@@ -1,3 +1,5 @@
+import { parseOutboundAllow } from "omnichannel-core/http"
+
 /** The reference host's settings, read from the environment as HOST.md documents them. */
 export interface HostConfig {
   readonly port: number
@@ -8,6 +10,8 @@ export interface HostConfig {
   readonly publicUrl: string | undefined
   readonly testClock: "manual" | undefined
   readonly workers: number
+  /** `OMNI_OUTBOUND_ALLOW`: private CIDRs or `host:port` pairs outbound requests may reach. */
+  readonly outboundAllow: ReadonlyArray<string>
 }
 
 const integer = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
@@ -33,6 +37,7 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     dataDir,
     publicUrl: env.OMNI_PUBLIC_URL || undefined,
     testClock: testClock === "manual" ? "manual" : undefined,
-    workers: integer("OMNI_WORKERS", env.OMNI_WORKERS, 1, 0, 64)
+    workers: integer("OMNI_WORKERS", env.OMNI_WORKERS, 1, 0, 64),
+    outboundAllow: parseOutboundAllow(env.OMNI_OUTBOUND_ALLOW)
   }
 }

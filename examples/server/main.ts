@@ -1,9 +1,12 @@
 import { mkdirSync } from "node:fs"
+import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
+import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
 import { serve } from "omnichannel-core/node"
 import { simulatedProviders } from "omnichannel-core/providers"
 import { readConfig } from "./Config.ts"
+import { mailFileNotifier } from "./MailFiles.ts"
 import { storageFor } from "./Storage.ts"
 import { withTestClockRoutes } from "./TestClockRoutes.ts"
 import { startWorkers } from "./Workers.ts"
@@ -19,6 +22,8 @@ const main = async () => {
     storage: storageFor(config.databaseUrl),
     clock: clock?.clock,
     providers: simulatedProviders,
+    outbound: makeGuardedHttp({ allow: config.outboundAllow }),
+    notifier: mailFileNotifier(join(config.dataDir, "mail"), "notifications@omnichannel-core.local"),
     publicUrl: () => config.publicUrl ?? boundUrl
   })
   const handler = clock === undefined ? app.handler : withTestClockRoutes(clock, app.drainDueWork, app.handler)

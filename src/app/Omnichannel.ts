@@ -19,6 +19,11 @@ import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
 import type { ChannelStore } from "../ports/ChannelStore.ts"
 import type { ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
 import type { WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
+import type { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
+import { type Notification, Notifier } from "../ports/Notifier.ts"
+import { OutboundError, OutboundHttp } from "../ports/OutboundHttp.ts"
+import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
+import { WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
 import type { ContactStore } from "../ports/ContactStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { TenantStore } from "../ports/TenantStore.ts"
@@ -39,9 +44,10 @@ export type StoragePorts =
   | ChannelStore
   | ConnectTokenStore
   | WebhookEndpointStore
+  | WebhookDeliveryStore
 
 /** What the host configures: channel providers and where connect links point. */
-export type HostServices = ChannelProviders | ConnectLinks
+export type HostServices = ChannelProviders | ConnectLinks | OutboundHttp | Notifier
 
 /** The library's own services. */
 export type CoreServices =
@@ -51,6 +57,7 @@ export type CoreServices =
   | ChannelService
   | ConnectTokenService
   | WebhookEndpointService
+  | WebhookDispatcher
   | Operator
   | BackgroundWork
 
@@ -64,8 +71,8 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
   Operator.layer,
   ConnectTokenService.layer,
   WebhookEndpointService.layer,
-  Layer.succeed(BackgroundWork, BackgroundWork.of({ jobs: [] }))
-).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer)))
+  Layer.effect(BackgroundWork, Effect.map(WebhookDispatcher, (dispatcher) => BackgroundWork.of({ jobs: dispatcher.jobs })))
+).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, WebhookDispatcher.layer)))
 
 /** Every route of the `/api/v1` surface. */
 export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
@@ -74,6 +81,7 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...channelRoutes,
   ...connectTokenRoutes,
   ...webhookEndpointRoutes,
+  ...webhookDeliveryRoutes,
   ...eventRoutes
 ]
 
@@ -90,9 +98,26 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly publicUrl?: string | (() => string)
   /** Path of the connect page below the public URL; default `/connect`. */
   readonly connectPath?: string
+  /**
+   * The guarded client for tenant-supplied URLs (webhooks), e.g. `makeGuardedHttp` from
+   * `omnichannel-core/http`. Without one every outbound request fails, so deliveries retry and fail.
+   */
+  readonly outbound?: OutboundHttp["Service"]
+  /** Sends account notifications (webhook suspension, …); without one they are logged. */
+  readonly notifier?: Notifier["Service"]
   /** Replaces the wall clock (the reference host's manual test clock). */
   readonly clock?: Clock.Clock
 }
+
+const noOutbound = OutboundHttp.of({
+  request: () =>
+    Effect.fail(new OutboundError({ reason: "Connection", message: "no outbound HTTP client is configured" }))
+})
+
+const logNotifier = Notifier.of({
+  send: (notification: Notification) =>
+    Effect.logInfo(`notification to ${notification.to}: ${notification.subject}`)
+})
 
 /** A running instance of the library, for hosts that are not written with Effect. */
 export interface Omnichannel {
@@ -119,7 +144,9 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     Layer.succeed(ConnectLinks, ConnectLinks.of({
       publicUrl: typeof publicUrl === "string" ? () => publicUrl : publicUrl,
       path: connectPath
-    }))
+    })),
+    Layer.succeed(OutboundHttp, options.outbound ?? noOutbound),
+    Layer.succeed(Notifier, options.notifier ?? logNotifier)
   )
   const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(options.storage, host)))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.

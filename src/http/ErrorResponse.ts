@@ -43,6 +43,7 @@ const CODES: Partial<Record<(ApiError | StorageError)["_tag"], string>> = {
   MissingScope: "INSUFFICIENT_SCOPE",
   Forbidden: "FORBIDDEN",
   NotFound: "RESOURCE_NOT_FOUND",
+  Conflict: "CONFLICT",
   InvalidRequest: "VALIDATION_ERROR"
 }
 

@@ -29,6 +29,11 @@ export interface WebhookEndpointRecord extends EndpointState {
 export class WebhookEndpointStore extends Context.Service<WebhookEndpointStore, {
   readonly insert: (endpoint: WebhookEndpointRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<WebhookEndpointRecord>, StorageError>
+  /** Like `get`, locking the row until the transaction ends (PostgreSQL), so health counters are not lost. */
+  readonly getForUpdate: (
+    tenantId: string,
+    id: string
+  ) => Effect.Effect<Option.Option<WebhookEndpointRecord>, StorageError>
   /** Every endpoint of the tenant, oldest first. */
   readonly list: (tenantId: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRecord>, StorageError>
   /** Replaces the stored endpoint `endpoint.id` of `tenantId`; `false` when it does not exist there. */

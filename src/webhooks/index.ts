@@ -11,3 +11,5 @@ export {
 } from "./RetrySchedule.ts"
 export { CreateWebhookEndpointRequest, UpdateWebhookEndpointRequest, WebhookEndpoint } from "./WebhookEndpoint.ts"
 export { newSigningSecret, WebhookEndpointService } from "./WebhookEndpointService.ts"
+export { wants, WebhookDispatcher } from "./WebhookDispatcher.ts"
+export { sign } from "./Signature.ts"

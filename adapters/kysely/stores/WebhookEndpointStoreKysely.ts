@@ -49,6 +49,11 @@ export const webhookEndpointStoreLayer: Layer.Layer<WebhookEndpointStore, never,
           db.selectFrom("webhook_endpoints").selectAll().where("tenant_id", "=", tenantId).where("id", "=", id)
             .executeTakeFirst())
           .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
+      getForUpdate: (tenantId, id) =>
+        query(connection, (db) => {
+          const q = db.selectFrom("webhook_endpoints").selectAll().where("tenant_id", "=", tenantId).where("id", "=", id)
+          return (connection.dialect === "postgres" ? q.forUpdate() : q).executeTakeFirst()
+        }).pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
       list: (tenantId) =>
         query(connection, (db) =>
           db.selectFrom("webhook_endpoints").selectAll().where("tenant_id", "=", tenantId)

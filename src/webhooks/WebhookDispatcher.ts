@@ -1,0 +1,379 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { Conflict, NotFound } from "../kernel/ApiError.ts"
+import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
+import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { addSeconds, now } from "../kernel/Timestamp.ts"
+import { WallClock } from "../kernel/WallClock.ts"
+import { type Notification, Notifier } from "../ports/Notifier.ts"
+import { OutboundHttp } from "../ports/OutboundHttp.ts"
+import { OutboxStore } from "../ports/OutboxStore.ts"
+import type { StorageError } from "../ports/StorageError.ts"
+import { TenantStore } from "../ports/TenantStore.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
+import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
+import * as DeliveryMachine from "./DeliveryMachine.ts"
+import * as EndpointMachine from "./EndpointMachine.ts"
+import { sign } from "./Signature.ts"
+
+/** Batch sizes and the lease a claim holds (longer than the longest `timeout_seconds`, 60 s). */
+export const DISPATCH = {
+  fanOutBatch: 500,
+  attemptBatch: 256,
+  attemptConcurrency: 64,
+  checkBatch: 16,
+  leaseSeconds: 120,
+  maxResponseBytes: 64 * 1024
+} as const
+
+/** What one request to an endpoint came to. */
+interface Outcome {
+  readonly ok: boolean
+  readonly status_code: number | null
+  readonly time_ms: number | null
+  readonly error: string
+}
+
+/** What `POST /webhook-endpoints/{id}/verify` reports. */
+export interface VerifyResult {
+  readonly endpoint: WebhookEndpointRecord
+  readonly outcome: Outcome
+}
+
+// The ids that tie an event to a source, for `selected` endpoints.
+const sourceOf = (event: EventEnvelope): { readonly channel?: string; readonly emailIntegration?: string } => {
+  const data = event.data as {
+    readonly channel?: { readonly id?: unknown }
+    readonly channel_id?: unknown
+    readonly email_integration_id?: unknown
+  }
+  const channel = typeof data.channel?.id === "string" ? data.channel.id : data.channel_id
+  const emailIntegration = data.email_integration_id
+  return {
+    ...(typeof channel === "string" ? { channel } : {}),
+    ...(typeof emailIntegration === "string" ? { emailIntegration } : {})
+  }
+}
+
+/**
+ * Whether `endpoint` wants `event`: it subscribes to the type, and in `selected` mode the event's
+ * channel or email integration is one it lists. Events tied to no source (a contact's) pass.
+ */
+export const wants = (endpoint: WebhookEndpointRecord, event: EventEnvelope): boolean => {
+  if (!endpoint.subscribed_events.includes(event.type)) return false
+  if (endpoint.source_filter_mode === "all") return true
+  const source = sourceOf(event)
+  if (source.channel === undefined && source.emailIntegration === undefined) return true
+  return (source.channel !== undefined && (endpoint.filtered_channel_ids ?? []).includes(source.channel)) ||
+    (source.emailIntegration !== undefined &&
+      (endpoint.filtered_email_integration_ids ?? []).includes(source.emailIntegration))
+}
+
+const NOTIFICATIONS: Readonly<Record<"NotifySuspended" | "NotifyReactivated" | "NotifyDisabled", (e: WebhookEndpointRecord) => { subject: string; text: string }>> = {
+  NotifySuspended: (e) => ({
+    subject: `Webhook endpoint "${e.name}" suspended`,
+    text: `Deliveries to ${e.url} failed 20 times in a row, so the endpoint is suspended and new events are queued.\n` +
+      `It is checked again 1 minute, 5 and 15 minutes, 30 minutes and 1, 2, 4, 8 and 12 hours after suspension; ` +
+      `a successful check replays the queue. You can also call POST /webhook-endpoints/${e.id}/verify.\n` +
+      `Last error: ${e.last_error ?? "unknown"}\n`
+  }),
+  NotifyReactivated: (e) => ({
+    subject: `Webhook endpoint "${e.name}" active again`,
+    text: `${e.url} answered its verification, so the endpoint is active again and its queued events are being replayed.\n`
+  }),
+  NotifyDisabled: (e) => ({
+    subject: `Webhook endpoint "${e.name}" disabled`,
+    text: `${e.url} did not recover within 12 hours, so the endpoint is permanently deactivated and its queued ` +
+      `deliveries are dead-lettered (they can be retried one by one). Set is_active to true to use it again.\n`
+  })
+}
+
+/** The webhook engine: fan-out from the outbox, signed attempts, retries, the circuit breaker and replay. */
+export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
+  /** Turns outbox events into deliveries for every endpoint that wants them; returns events handled. */
+  readonly fanOut: Effect.Effect<number, StorageError>
+  /** Attempts the deliveries due now; returns attempts made. */
+  readonly attemptDue: Effect.Effect<number, StorageError>
+  /** Runs the re-verification checks due now; returns checks made. */
+  readonly checkDue: Effect.Effect<number, StorageError>
+  /** Sends a verification request now; success lifts a suspension and starts replay. */
+  readonly verify: (tenantId: string, endpointId: string) => Effect.Effect<VerifyResult, NotFound | StorageError>
+  /** A new delivery of a `failed` or `dead_letter` one's event; the original row stays as it was. */
+  readonly retry: (
+    tenantId: string,
+    endpointId: string,
+    deliveryId: string
+  ) => Effect.Effect<WebhookDeliveryRecord, NotFound | Conflict | StorageError>
+  /** The engine's work, for hosts' workers and the test clock's drain. */
+  readonly jobs: ReadonlyArray<BackgroundJob>
+}>()("omnichannel-core/webhooks/WebhookDispatcher") {
+  static readonly layer = Layer.effect(
+    WebhookDispatcher,
+    Effect.gen(function*() {
+      const outbox = yield* OutboxStore
+      const endpoints = yield* WebhookEndpointStore
+      const deliveries = yield* WebhookDeliveryStore
+      const tenants = yield* TenantStore
+      const outbound = yield* OutboundHttp
+      const notifier = yield* Notifier
+      const transactor = yield* Transactor
+
+      const send = Effect.fnUntraced(function*(endpoint: WebhookEndpointRecord, envelope: EventEnvelope) {
+        const body = JSON.stringify(envelope)
+        const wall = yield* WallClock
+        const signature = yield* sign({
+          secret: endpoint.secret,
+          messageId: envelope.id,
+          timestampSeconds: wall.nowMillis() / 1000,
+          body
+        })
+        return yield* outbound.request({
+          method: "POST",
+          url: endpoint.url,
+          headers: {
+            "content-type": "application/json",
+            "user-agent": "omnichannel-core-webhooks/1",
+            ...signature,
+            ...(endpoint.authorization_header === null ? {} : { authorization: endpoint.authorization_header })
+          },
+          body,
+          timeoutMs: endpoint.timeout_seconds * 1000,
+          maxResponseBytes: DISPATCH.maxResponseBytes
+        }).pipe(
+          Effect.map((response): Outcome =>
+            response.status >= 200 && response.status < 300
+              ? { ok: true, status_code: response.status, time_ms: Math.round(response.timeMs), error: "" }
+              : {
+                ok: false,
+                status_code: response.status,
+                time_ms: Math.round(response.timeMs),
+                error: response.status >= 300 && response.status < 400
+                  ? `HTTP ${response.status}: redirects are not followed`
+                  : `HTTP ${response.status}`
+              }
+          ),
+          Effect.catchTag("OutboundError", (e) =>
+            Effect.succeed<Outcome>({
+              ok: false,
+              status_code: null,
+              time_ms: e.timeMs === undefined ? null : Math.round(e.timeMs),
+              error: `${e.reason}: ${e.message}`
+            }))
+        )
+      })
+
+      const verification = (endpoint: WebhookEndpointRecord, reason: "manual" | "re-verification") =>
+        Effect.gen(function*() {
+          const id = yield* newId
+          return yield* send(endpoint, {
+            id,
+            type: "webhook.verification",
+            event_id: id,
+            created_at: yield* now,
+            tenant_id: endpoint.tenant_id,
+            data: { webhook_endpoint_id: endpoint.id, reason }
+          })
+        })
+
+      // Performs the endpoint machine's intents inside the caller's transaction; mail goes after commit.
+      const perform = Effect.fnUntraced(function*(
+        endpoint: WebhookEndpointRecord,
+        intents: ReadonlyArray<EndpointMachine.EndpointIntent>,
+        at: string
+      ) {
+        const mail: Array<Omit<Notification, "to">> = []
+        for (const intent of intents) {
+          switch (intent._tag) {
+            case "QueueOutstanding":
+              yield* deliveries.parkOutstanding(endpoint.id)
+              break
+            case "ReplayQueued":
+              yield* deliveries.replayQueued(endpoint.id)
+              break
+            case "DeadLetterOutstanding":
+              yield* deliveries.deadLetterOutstanding(endpoint.id, intent.reason, at)
+              break
+            default:
+              mail.push({ tenant_id: endpoint.tenant_id, ...NOTIFICATIONS[intent._tag](endpoint) })
+          }
+        }
+        return mail
+      })
+
+      const sendMail = (mail: ReadonlyArray<Omit<Notification, "to">>) =>
+        Effect.forEach(mail, (message) =>
+          Effect.gen(function*() {
+            const tenant = yield* tenants.get(message.tenant_id)
+            const to = Option.isSome(tenant) ? tenant.value.support_email : null
+            if (to !== null) yield* notifier.send({ ...message, to })
+          }), { discard: true })
+
+      // Applies an endpoint event under the row lock, persists it and performs its intents.
+      const moveEndpoint = (tenantId: string, endpointId: string, event: EndpointMachine.EndpointEvent) =>
+        Effect.gen(function*() {
+          const found = yield* endpoints.getForUpdate(tenantId, endpointId)
+          if (Option.isNone(found)) return { endpoint: Option.none<WebhookEndpointRecord>(), mail: [] }
+          const at = yield* now
+          const { intents, state } = EndpointMachine.transition(found.value, event, at)
+          const next = { ...found.value, ...state }
+          if (state !== found.value) yield* endpoints.update(tenantId, { ...next, updated_at: at })
+          return { endpoint: Option.some(next), mail: yield* perform(next, intents, at) }
+        })
+
+      const record = (delivery: WebhookDeliveryRecord, outcome: Outcome) =>
+        Effect.gen(function*() {
+          const mail = yield* transactor.withTransaction(Effect.gen(function*() {
+            const current = yield* deliveries.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id)
+            if (Option.isNone(current)) return []
+            const at = yield* now
+            const { intents, state } = DeliveryMachine.transition(
+              current.value,
+              outcome.ok
+                ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
+                : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
+              at
+            )
+            yield* deliveries.save({ ...current.value, ...state })
+            const health = intents.find((i) => i._tag === "ResetFailures" || i._tag === "CountFailure")
+            if (health === undefined) return []
+            const moved = yield* moveEndpoint(
+              delivery.tenant_id,
+              delivery.webhook_endpoint_id,
+              health._tag === "ResetFailures" ? { _tag: "DeliverySucceeded" } : { _tag: "DeliveryFailed", error: health.error }
+            )
+            return moved.mail
+          }))
+          yield* sendMail(mail)
+        })
+
+      const fanOut = transactor.withTransaction(Effect.gen(function*() {
+        const claimed = yield* outbox.claimUnfanned(DISPATCH.fanOutBatch)
+        if (claimed.length === 0) return 0
+        const at = yield* now
+        const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
+        const queued = new Map<string, number>()
+        const created: Array<WebhookDeliveryRecord> = []
+        for (const { event, seq } of claimed) {
+          let tenantEndpoints = byTenant.get(event.tenant_id)
+          if (tenantEndpoints === undefined) {
+            tenantEndpoints = yield* endpoints.list(event.tenant_id)
+            byTenant.set(event.tenant_id, tenantEndpoints)
+          }
+          for (const endpoint of tenantEndpoints) {
+            if (!wants(endpoint, event)) continue
+            const route = EndpointMachine.routeEvent(endpoint)
+            if (route === "drop") continue
+            let placement: DeliveryMachine.Placement = { _tag: "Deliver" }
+            if (route === "queue") {
+              const count = queued.get(endpoint.id) ?? (yield* deliveries.countQueued(endpoint.id))
+              queued.set(endpoint.id, count + 1)
+              placement = { _tag: "Queue", queued: count }
+            }
+            const { state } = DeliveryMachine.make(endpoint, placement, at)
+            created.push({
+              ...state,
+              id: yield* newId,
+              tenant_id: event.tenant_id,
+              webhook_endpoint_id: endpoint.id,
+              event_id: event.event_id,
+              event_type: event.type,
+              envelope: event,
+              outbox_seq: seq,
+              previous_delivery_id: null,
+              created_at: at
+            })
+          }
+        }
+        yield* deliveries.insertMany(created)
+        yield* outbox.markFannedOut(claimed.map((c) => c.seq), at)
+        return claimed.length
+      }))
+
+      const attemptDue = Effect.gen(function*() {
+        const at = yield* now
+        const claimed = yield* deliveries.claimDue(at, addSeconds(at, DISPATCH.leaseSeconds), DISPATCH.attemptBatch)
+        if (claimed.length === 0) return 0
+        const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
+        yield* Effect.forEach(claimed, (delivery) =>
+          Effect.gen(function*() {
+            let endpoint = configs.get(delivery.webhook_endpoint_id)
+            if (endpoint === undefined) {
+              endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
+              configs.set(delivery.webhook_endpoint_id, endpoint)
+            }
+            if (Option.isNone(endpoint)) return
+            yield* record(delivery, yield* send(endpoint.value, delivery.envelope))
+          }), { concurrency: DISPATCH.attemptConcurrency, discard: true })
+        return claimed.length
+      })
+
+      const check = (endpoint: WebhookEndpointRecord, reason: "manual" | "re-verification") =>
+        Effect.gen(function*() {
+          const outcome = yield* verification(endpoint, reason)
+          const event: EndpointMachine.EndpointEvent = reason === "manual"
+            ? outcome.ok ? { _tag: "ManualVerifySucceeded" } : { _tag: "ManualVerifyFailed", error: outcome.error }
+            : outcome.ok
+            ? { _tag: "ReverificationSucceeded" }
+            : { _tag: "ReverificationFailed", error: outcome.error }
+          const moved = yield* transactor.withTransaction(moveEndpoint(endpoint.tenant_id, endpoint.id, event))
+          yield* sendMail(moved.mail)
+          return { endpoint: Option.getOrElse(moved.endpoint, () => endpoint), outcome }
+        })
+
+      const checkDue = Effect.gen(function*() {
+        const at = yield* now
+        const claimed = yield* endpoints.claimDueChecks(at, addSeconds(at, DISPATCH.leaseSeconds), DISPATCH.checkBatch)
+        yield* Effect.forEach(claimed, (endpoint) => check(endpoint, "re-verification"), {
+          concurrency: DISPATCH.checkBatch,
+          discard: true
+        })
+        return claimed.length
+      })
+
+      return WebhookDispatcher.of({
+        fanOut,
+        attemptDue,
+        checkDue,
+        verify: Effect.fn("WebhookDispatcher.verify")(function*(tenantId, endpointId) {
+          const endpoint = yield* endpoints.get(tenantId, endpointId)
+          if (Option.isNone(endpoint)) return yield* new NotFound({ message: `Webhook endpoint ${endpointId} not found` })
+          return yield* check(endpoint.value, "manual")
+        }),
+        retry: Effect.fn("WebhookDispatcher.retry")(function*(tenantId, endpointId, deliveryId) {
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            const endpoint = yield* endpoints.get(tenantId, endpointId)
+            const original = yield* deliveries.get(tenantId, endpointId, deliveryId)
+            if (Option.isNone(endpoint) || Option.isNone(original)) {
+              return yield* new NotFound({ message: `Delivery ${deliveryId} not found` })
+            }
+            if (!DeliveryMachine.canRetry(original.value)) {
+              return yield* new Conflict({
+                message: `Delivery ${deliveryId} is ${original.value.status}; only failed or dead_letter deliveries can be retried`
+              })
+            }
+            const at = yield* now
+            const placement: DeliveryMachine.Placement = EndpointMachine.statusOf(endpoint.value) === "suspended"
+              ? { _tag: "Queue", queued: yield* deliveries.countQueued(endpointId) }
+              : { _tag: "Deliver" }
+            const { state } = DeliveryMachine.make(endpoint.value, placement, at)
+            const retried: WebhookDeliveryRecord = {
+              ...original.value,
+              ...state,
+              id: yield* newId,
+              previous_delivery_id: original.value.id,
+              created_at: at
+            }
+            yield* deliveries.insertMany([retried])
+            return retried
+          }))
+        }),
+        jobs: [
+          { name: "webhooks.fan-out", runDue: fanOut },
+          { name: "webhooks.attempts", runDue: attemptDue },
+          { name: "webhooks.re-verification", runDue: checkDue }
+        ]
+      })
+    })
+  )
+}
