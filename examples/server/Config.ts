@@ -12,6 +12,8 @@ export interface HostConfig {
   readonly workers: number
   /** `OMNI_OUTBOUND_ALLOW`: private CIDRs or `host:port` pairs outbound requests may reach. */
   readonly outboundAllow: ReadonlyArray<string>
+  /** `OMNI_LEASE_SECONDS`: how long a worker's claim on a delivery lasts before another may take it. */
+  readonly leaseSeconds: number
 }
 
 const integer = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
@@ -38,6 +40,7 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     publicUrl: env.OMNI_PUBLIC_URL || undefined,
     testClock: testClock === "manual" ? "manual" : undefined,
     workers: integer("OMNI_WORKERS", env.OMNI_WORKERS, 1, 0, 64),
-    outboundAllow: parseOutboundAllow(env.OMNI_OUTBOUND_ALLOW)
+    outboundAllow: parseOutboundAllow(env.OMNI_OUTBOUND_ALLOW),
+    leaseSeconds: integer("OMNI_LEASE_SECONDS", env.OMNI_LEASE_SECONDS, 120, 5, 3600)
   }
 }

@@ -24,6 +24,7 @@ const main = async () => {
     providers: simulatedProviders,
     outbound: makeGuardedHttp({ allow: config.outboundAllow }),
     notifier: mailFileNotifier(join(config.dataDir, "mail"), "notifications@omnichannel-core.local"),
+    dispatch: { leaseSeconds: config.leaseSeconds },
     publicUrl: () => config.publicUrl ?? boundUrl
   })
   const handler = clock === undefined ? app.handler : withTestClockRoutes(clock, app.drainDueWork, app.handler)

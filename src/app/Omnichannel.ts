@@ -23,7 +23,7 @@ import type { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
 import { OutboundError, OutboundHttp } from "../ports/OutboundHttp.ts"
 import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
-import { WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
+import { DispatchSettings, WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
 import type { ContactStore } from "../ports/ContactStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { TenantStore } from "../ports/TenantStore.ts"
@@ -105,6 +105,8 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly outbound?: OutboundHttp["Service"]
   /** Sends account notifications (webhook suspension, …); without one they are logged. */
   readonly notifier?: Notifier["Service"]
+  /** Overrides of the webhook engine's batch sizes and lease length. */
+  readonly dispatch?: Partial<DispatchSettings>
   /** Replaces the wall clock (the reference host's manual test clock). */
   readonly clock?: Clock.Clock
 }
@@ -146,7 +148,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       path: connectPath
     })),
     Layer.succeed(OutboundHttp, options.outbound ?? noOutbound),
-    Layer.succeed(Notifier, options.notifier ?? logNotifier)
+    Layer.succeed(Notifier, options.notifier ?? logNotifier),
+    Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch })
   )
   const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(options.storage, host)))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.

@@ -17,15 +17,31 @@ import * as DeliveryMachine from "./DeliveryMachine.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
 import { sign } from "./Signature.ts"
 
-/** Batch sizes and the lease a claim holds (longer than the longest `timeout_seconds`, 60 s). */
-export const DISPATCH = {
-  fanOutBatch: 500,
-  attemptBatch: 256,
-  attemptConcurrency: 64,
-  checkBatch: 16,
-  leaseSeconds: 120,
-  maxResponseBytes: 64 * 1024
-} as const
+/** How the engine batches its work and how long a claim's lease lasts. */
+export interface DispatchSettings {
+  readonly fanOutBatch: number
+  readonly attemptBatch: number
+  readonly attemptConcurrency: number
+  readonly checkBatch: number
+  /**
+   * How long a claimed delivery or check stays with its worker; a crashed worker's claims come
+   * back after it. Keep it above the endpoints' `timeout_seconds` (at most 60).
+   */
+  readonly leaseSeconds: number
+  readonly maxResponseBytes: number
+}
+
+/** The engine's settings; the defaults suit one or a few processes. */
+export const DispatchSettings = Context.Reference<DispatchSettings>("omnichannel-core/webhooks/DispatchSettings", {
+  defaultValue: () => ({
+    fanOutBatch: 500,
+    attemptBatch: 256,
+    attemptConcurrency: 64,
+    checkBatch: 16,
+    leaseSeconds: 120,
+    maxResponseBytes: 64 * 1024
+  })
+})
 
 /** What one request to an endpoint came to. */
 interface Outcome {
@@ -118,6 +134,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       const outbound = yield* OutboundHttp
       const notifier = yield* Notifier
       const transactor = yield* Transactor
+      const DISPATCH = yield* DispatchSettings
 
       const send = Effect.fnUntraced(function*(endpoint: WebhookEndpointRecord, envelope: EventEnvelope) {
         const body = JSON.stringify(envelope)
