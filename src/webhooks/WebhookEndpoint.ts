@@ -16,8 +16,11 @@ export const WEBHOOK_LIMITS = {
   filter_ids: { maximum: 500 }
 } as const
 
+// The URL parser silently drops tabs and line breaks and trims spaces: a URL holding them would be
+// stored and shown unlike the one called.
 const HttpsUrl = Schema.String.check(
   Schema.isMaxLength(2048),
+  Schema.isPattern(/^[^\s\p{Cc}]*$/u, { message: "Must not contain spaces or control characters" }),
   Schema.makeFilter((url: string) =>
     isAbsoluteHttpUrl(url) && url.startsWith("https://") ? undefined : "Must be an absolute https:// URL without credentials"
   )
@@ -34,10 +37,13 @@ const EventTypes = Schema.Array(Schema.Literals(SUBSCRIBABLE_EVENT_TYPES)).check
   Schema.isUnique({ message: "List each event type once" })
 )
 
-// A header value may not carry line breaks (they would split the request) or other control characters.
+// A header value may not carry line breaks (they would split the request) or other control
+// characters, nor characters beyond U+00FF, which Node cannot send in a header at all.
 const AuthorizationHeader = Schema.String.check(
   Schema.isMaxLength(WEBHOOK_LIMITS.authorization_header.maximum),
-  Schema.isPattern(/^[^\p{Cc}]*$/u, { message: "Must not contain control characters or line breaks" })
+  Schema.isPattern(/^[\x20-\x7e\xa0-\xff]*$/, {
+    message: "Must not contain control characters, line breaks or characters beyond U+00FF"
+  })
 )
 
 const Ids = Schema.Array(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))).check(

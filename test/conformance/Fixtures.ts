@@ -7,6 +7,7 @@ import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
+import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 
 // Records are built with fresh ids and globally unique values (emails, slugs, lookups), so tests
 // sharing one database never collide.
@@ -148,6 +149,39 @@ export const connectTokenRecord = (tenantId: string, overrides: Partial<ConnectT
     use_window_ends_at: null,
     revoked_at: null,
     created_at: AT,
+    ...overrides
+  }
+}
+
+/** A new, active, unverified webhook endpoint of `tenantId` with the spec's defaults and no history. */
+export const webhookEndpointRecord = (tenantId: string, overrides: Partial<WebhookEndpointRecord> = {}): WebhookEndpointRecord => {
+  const endpointId = id()
+  return {
+    id: endpointId,
+    tenant_id: tenantId,
+    name: "Order updates",
+    url: "https://hooks.example.com/omni",
+    secret: `whsec_${endpointId.replaceAll("-", "")}`,
+    authorization_header: null,
+    subscribed_events: ["contact.created"],
+    source_filter_mode: "all",
+    filtered_channel_ids: null,
+    filtered_email_integration_ids: null,
+    retry_strategy: "exponential",
+    max_retries: 8,
+    timeout_seconds: 30,
+    is_active: true,
+    is_verified: false,
+    consecutive_failures: 0,
+    suspended_at: null,
+    next_reactivation_at: null,
+    reactivation_attempts: 0,
+    permanently_deactivated_at: null,
+    last_success_at: null,
+    last_failure_at: null,
+    last_error: null,
+    created_at: AT,
+    updated_at: null,
     ...overrides
   }
 }

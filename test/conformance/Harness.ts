@@ -8,6 +8,7 @@ import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
+import { WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { TenantService } from "../../src/tenants/TenantService.ts"
 import type { StorageAdapter, StorageCapabilities, StoredRows } from "./StorageAdapter.ts"
 
@@ -17,8 +18,11 @@ export type SuiteServices = StoragePorts | ContactService | TenantService
 /** One opened adapter as the suites use it. */
 export interface Harness {
   readonly capabilities: StorageCapabilities
-  /** The rows as stored; contacts, channels and connect tokens come sorted by id so a test can compare whole lists. */
-  readonly stored: StoredRows
+  /**
+   * The rows as stored; contacts, channels, connect tokens and webhook endpoints come sorted by id
+   * so a test can compare whole lists.
+   */
+  readonly stored: Required<StoredRows>
   readonly run: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Promise<A>
   readonly exit: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Promise<Exit.Exit<A, E>>
   readonly close: () => Promise<void>
@@ -39,7 +43,7 @@ export const makeHarness = (adapter: StorageAdapter): Harness => {
     Layer.mergeAll(ContactService.layer, TenantService.layer).pipe(Layer.provideMerge(adapter.layer))
   )
   const run = <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => runtime.runPromise(effect)
-  const throughPorts: StoredRows = {
+  const throughPorts: Required<StoredRows> = {
     user: (id) => run(AccountStore.use((s) => s.getUser(id)).pipe(Effect.map(Option.getOrUndefined))),
     billingAccount: (id) =>
       run(AccountStore.use((s) => s.getBillingAccount(id)).pipe(Effect.map(Option.getOrUndefined))),
@@ -51,16 +55,20 @@ export const makeHarness = (adapter: StorageAdapter): Harness => {
     channels: (tenantId) =>
       run(ChannelStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items))),
     connectTokens: (tenantId) =>
-      run(ConnectTokenStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items)))
+      run(ConnectTokenStore.use((s) => s.list(tenantId, { limit: EVERY_ROW, offset: 0 })).pipe(Effect.map((page) => page.items))),
+    webhookEndpoints: (tenantId) => run(WebhookEndpointStore.use((s) => s.list(tenantId)))
   }
   const stored = adapter.storedRows ?? throughPorts
+  // An adapter's reader from before webhooks has none for endpoints: the ports' read stands in.
+  const webhookEndpoints = stored.webhookEndpoints ?? throughPorts.webhookEndpoints
   return {
     capabilities: adapter.capabilities,
     stored: {
       ...stored,
       contacts: async (tenantId) => [...await stored.contacts(tenantId)].sort(byId),
       channels: async (tenantId) => [...await stored.channels(tenantId)].sort(byId),
-      connectTokens: async (tenantId) => [...await stored.connectTokens(tenantId)].sort(byId)
+      connectTokens: async (tenantId) => [...await stored.connectTokens(tenantId)].sort(byId),
+      webhookEndpoints: async (tenantId) => [...await webhookEndpoints(tenantId)].sort(byId)
     },
     run,
     exit: (effect) => runtime.runPromiseExit(effect),

@@ -7,6 +7,7 @@ import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
+import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 
 /** What an adapter can do; a test needing a capability the adapter lacks skips itself and says why. */
 export interface StorageCapabilities {
@@ -31,6 +32,11 @@ export interface StoredRows {
   readonly channels: (tenantId: string) => Promise<ReadonlyArray<ChannelRecord>>
   /** Every connect token of the tenant, in any order. */
   readonly connectTokens: (tenantId: string) => Promise<ReadonlyArray<ConnectTokenRecord>>
+  /**
+   * Every webhook endpoint of the tenant, in any order. Optional, so readers written before
+   * webhooks still compile; the ports' reads stand in when it is absent.
+   */
+  readonly webhookEndpoints?: (tenantId: string) => Promise<ReadonlyArray<WebhookEndpointRecord>>
 }
 
 /**

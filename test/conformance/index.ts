@@ -20,6 +20,7 @@ import type { StorageAdapter } from "./StorageAdapter.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
 import { tenantStoreSuite } from "./TenantStoreSuite.ts"
 import { uniqueViolationSuite } from "./UniqueViolationSuite.ts"
+import { webhookEndpointStoreSuite } from "./WebhookEndpointStoreSuite.ts"
 
 export type { StorageAdapter, StorageCapabilities, StoredRows } from "./StorageAdapter.ts"
 
@@ -47,6 +48,7 @@ export const storageConformance = (name: string, open: () => Promise<StorageAdap
     outboxStoreSuite(current)
     channelStoreSuite(current)
     connectTokenStoreSuite(current)
+    webhookEndpointStoreSuite(current)
     tenantIsolationSuite(current)
     atomicitySuite(current)
     concurrencySuite(current)

@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely"
 import { type Database, layer } from "../../adapters/kysely/KyselyStorage.ts"
+import type { RetryStrategy } from "../../src/webhooks/RetrySchedule.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { type StoredRows, storageConformance } from "./index.ts"
 
@@ -15,10 +16,25 @@ const json = (text: string): unknown => {
   return JSON.parse(text)
 }
 
-const channelStatus = (value: string): "active" | "disconnected" => {
-  if (value !== "active" && value !== "disconnected") throw new Error(`a stored channel status must be active or disconnected, found ${JSON.stringify(value)}`)
-  return value
+const oneOf = <const A extends string>(what: string, allowed: ReadonlyArray<A>) => (value: string): A => {
+  if (!(allowed as ReadonlyArray<string>).includes(value)) {
+    throw new Error(`a stored ${what} must be one of ${allowed.join(", ")}, found ${JSON.stringify(value)}`)
+  }
+  return value as A
 }
+const channelStatus = oneOf("channel status", ["active", "disconnected"])
+const sourceFilterMode = oneOf("source_filter_mode", ["all", "selected"])
+const retryStrategy = oneOf<RetryStrategy>("retry_strategy", ["exponential", "linear", "none"])
+
+const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
+
+// The columns of a webhook endpoint record, named so a column added for other uses is not read.
+const WEBHOOK_ENDPOINT_COLUMNS = [
+  "id", "tenant_id", "name", "url", "secret", "authorization_header", "subscribed_events", "source_filter_mode",
+  "filtered_channel_ids", "filtered_email_integration_ids", "retry_strategy", "max_retries", "timeout_seconds",
+  "is_active", "is_verified", "consecutive_failures", "suspended_at", "next_reactivation_at", "reactivation_attempts",
+  "permanently_deactivated_at", "last_success_at", "last_failure_at", "last_error", "created_at", "updated_at"
+] as const
 
 /** The rows as stored, read with plain queries on the root handle. */
 const storedRows = (db: Kysely<Database>): StoredRows => ({
@@ -60,6 +76,19 @@ const storedRows = (db: Kysely<Database>): StoredRows => ({
   connectTokens: async (tenantId) => {
     const rows = await db.selectFrom("connect_tokens").selectAll().where("tenant_id", "=", tenantId).execute()
     return rows.map((row) => ({ ...row, allowed_channel_types: json(row.allowed_channel_types) as Array<string> }))
+  },
+  webhookEndpoints: async (tenantId) => {
+    const rows = await db.selectFrom("webhook_endpoints").select(WEBHOOK_ENDPOINT_COLUMNS).where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      subscribed_events: json(row.subscribed_events) as Array<string>,
+      source_filter_mode: sourceFilterMode(row.source_filter_mode),
+      filtered_channel_ids: jsonList(row.filtered_channel_ids),
+      filtered_email_integration_ids: jsonList(row.filtered_email_integration_ids),
+      retry_strategy: retryStrategy(row.retry_strategy),
+      is_active: flag(row.is_active),
+      is_verified: flag(row.is_verified)
+    }))
   }
 })
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { routes } from "../../src/app/Omnichannel.ts"
 import type { Bootstrapped } from "../../src/auth/Operator.ts"
 import type { Route } from "../../src/http/Route.ts"
+import { SUBSCRIBABLE_EVENT_TYPES } from "../../src/webhooks/EventTypes.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -20,9 +21,24 @@ const RUNS_PER_ROUTE = Math.max(25, Math.floor(400 / routes.length))
 const MiB = 1024 * 1024
 
 /** Operations whose success the generators below know how to reach (valid values, fixtures for path ids). */
-const SUCCESS_REACHABLE = new Set(["createTenant", "createContact", "listContacts", "getContact", "updateContact"])
+const SUCCESS_REACHABLE = new Set([
+  "createTenant",
+  "createContact",
+  "listContacts",
+  "getContact",
+  "updateContact",
+  "createWebhookEndpoint",
+  "listWebhookEndpoints",
+  "getWebhookEndpoint",
+  "updateWebhookEndpoint",
+  "deleteWebhookEndpoint",
+  "regenerateWebhookSecret"
+])
 
-/** What the random requests aim at: two owners, a sub-account, a read-only key, a contact in each tenant. */
+/**
+ * What the random requests aim at: two owners, a sub-account, a read-only key, a contact and a
+ * webhook endpoint in each tenant, and a few more of the owner's endpoints for DELETE to remove.
+ */
 interface World {
   readonly owner: Bootstrapped
   readonly stranger: Bootstrapped
@@ -30,6 +46,9 @@ interface World {
   readonly readOnlyKey: string
   readonly ownerContactId: string
   readonly strangerContactId: string
+  readonly ownerWebhookId: string
+  readonly strangerWebhookId: string
+  readonly disposableWebhookIds: ReadonlyArray<string>
   readonly userWithoutAccountToken: string
 }
 
@@ -43,6 +62,11 @@ beforeAll(async () => {
   const readOnly = await test.operator((operator) => operator.createApiKey({ tenantId: owner.tenant_id, scopes: ["contacts:read"] }))
   const contactOf = async (key: string) =>
     (await test.call("POST", "/contacts", { token: key, body: { name: "Seed", phone: "+14155550100" } })).body.id as string
+  const webhookOf = async (key: string) =>
+    (await test.call("POST", "/webhook-endpoints", {
+      token: key,
+      body: { name: "Seed", url: "https://hooks.example.com/seed", subscribed_events: ["contact.created"] }
+    })).body.webhook_id as string
   const newUser = await test.operator((operator) => operator.createUser("no-account@example.com"))
   world = {
     owner,
@@ -51,6 +75,9 @@ beforeAll(async () => {
     readOnlyKey: readOnly.api_key,
     ownerContactId: await contactOf(owner.api_key),
     strangerContactId: await contactOf(stranger.api_key),
+    ownerWebhookId: await webhookOf(owner.api_key),
+    strangerWebhookId: await webhookOf(stranger.api_key),
+    disposableWebhookIds: [await webhookOf(owner.api_key), await webhookOf(owner.api_key), await webhookOf(owner.api_key)],
     userWithoutAccountToken: newUser.user_token
   }
 })
@@ -78,6 +105,8 @@ const wrongValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(null, "", " ", "\u0000", "\ud800", "x".repeat(300), 1e308, -1, 0.5, [], {}, true)
 )
 
+const filterIds = fc.option(fc.uniqueArray(fc.stringMatching(/^[a-z0-9-]{1,20}$/), { maxLength: 3 }), { nil: null })
+
 const email = fc.tuple(fc.stringMatching(/^[a-z]{1,12}$/), fc.constantFrom("example.com", "acme.test"))
   .map(([local, domain]) => `${local}@${domain}`)
 
@@ -97,16 +126,24 @@ const validValue = (world: World, field: string): fc.Arbitrary<unknown> => {
     case "slug": return fc.stringMatching(/^[a-z][a-z0-9]{2,12}$/)
     case "billing_account_id": return fc.constant(world.owner.billing_account_id)
     case "pricing_model_id": return fc.constantFrom("pm_basic", "pm_growth")
-    case "ai_features_enabled": case "multi_agent_mode": return fc.boolean()
+    case "ai_features_enabled": case "multi_agent_mode": case "is_active": return fc.boolean()
     case "auto_summarize_on_close": return fc.constantFrom("disabled", "enabled")
     case "auto_transcript_export_format": return fc.constantFrom("none", "txt", "pdf")
+    case "url": return fc.webUrl({ validSchemes: ["https"], withQueryParameters: true, withFragments: true })
+    case "subscribed_events": return fc.uniqueArray(fc.constantFrom(...SUBSCRIBABLE_EVENT_TYPES), { minLength: 1 })
+    case "authorization_header": return headerText
+    case "retry_strategy": return fc.constantFrom("exponential", "linear", "none")
+    case "max_retries": return fc.integer({ min: 0, max: 15 })
+    case "timeout_seconds": return fc.integer({ min: 5, max: 60 })
+    case "source_filter_mode": return fc.constantFrom("all", "selected")
+    case "filtered_channel_ids": case "filtered_email_integration_ids": return filterIds
     default: return wrongValue
   }
 }
 
-/** Real ids the caller has no business using: another owner's account, tenant and contact. */
+/** Real ids the caller has no business using: another owner's account, tenant, contact and webhook endpoint. */
 const foreignId = (world: World) =>
-  fc.constantFrom(world.stranger.billing_account_id, world.stranger.tenant_id, world.strangerContactId)
+  fc.constantFrom(world.stranger.billing_account_id, world.stranger.tenant_id, world.strangerContactId, world.strangerWebhookId)
 
 /** The fields a route's body schema declares, read from the JSON Schema the OpenAPI document shows. */
 const bodyFields = (route: Route<unknown>): { readonly all: Array<string>; readonly required: Array<string> } => {
@@ -187,8 +224,32 @@ const tenantHeader = (world: World) => fc.oneof(
   headerText
 )
 
-const pathParam = (world: World) => fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(world.ownerContactId, world.strangerContactId) },
+/**
+ * The owner's own id for a path parameter. DELETE gets one of the disposable endpoints, so the
+ * endpoint the other routes aim at survives the run and their success path stays reachable.
+ */
+const ownId = (world: World, method: string, param: string): fc.Arbitrary<string> => {
+  if (param !== "webhook_id") return fc.constant(world.ownerContactId)
+  return method === "DELETE" ? fc.constantFrom(...world.disposableWebhookIds) : fc.constant(world.ownerWebhookId)
+}
+
+/** `path` with each `{param}` filled from `value`. */
+const fillPath = (path: string, value: (param: string) => fc.Arbitrary<string>): fc.Arbitrary<string> => {
+  const params = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!)
+  return fc.tuple(...params.map(value)).map((values) => {
+    let i = 0
+    return path.replace(/\{\w+\}/g, () => values[i++]!)
+  })
+}
+
+const pathParam = (world: World, method: string, param: string) => fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.oneof(
+      ownId(world, method, param),
+      fc.constantFrom(world.ownerContactId, world.strangerContactId, world.strangerWebhookId, ...world.disposableWebhookIds)
+    )
+  },
   fc.uuid(),
   fc.string({ maxLength: 40 }).map(encodeURIComponent),
   fc.constantFrom("", "%", "%ZZ", "..", "%2e%2e", "%00", "a%2Fb", "%E0%A4%A")
@@ -210,7 +271,7 @@ const method = (route: Route<unknown>) =>
 const wellFormedRequest = (world: World, route: Route<unknown>) =>
   fc.record({
     method: fc.constant(route.method),
-    path: fc.constant(route.path.replace(/\{\w+\}/g, () => world.ownerContactId)),
+    path: fillPath(route.path, (param) => ownId(world, route.method, param)),
     query: fc.constantFrom("", "?page=1", "?page=2&page_size=5", "?page_size=100"),
     authorization: fc.constant(`Bearer ${route.auth.kind === "user" ? world.owner.user_token : world.owner.api_key}`),
     tenant: fc.constantFrom(undefined, world.owner.tenant_id),
@@ -220,15 +281,17 @@ const wellFormedRequest = (world: World, route: Route<unknown>) =>
 
 /** Anything at all in every part of the request. */
 const hostileRequest = (world: World, route: Route<unknown>) =>
-  fc.record({
-    method: method(route),
-    path: pathParam(world).map((param) => route.path.replace(/\{\w+\}/g, () => param)),
-    query,
-    authorization: authorization(world, route),
-    tenant: tenantHeader(world),
-    contentType,
-    body: hostileBody(world, route)
-  })
+  method(route).chain((chosen) =>
+    fc.record({
+      method: fc.constant(chosen),
+      path: fillPath(route.path, (param) => pathParam(world, chosen, param)),
+      query,
+      authorization: authorization(world, route),
+      tenant: tenantHeader(world),
+      contentType,
+      body: hostileBody(world, route)
+    })
+  )
 
 const request = (world: World, route: Route<unknown>) =>
   fc.oneof({ weight: 1, arbitrary: wellFormedRequest(world, route) }, { weight: 2, arbitrary: hostileRequest(world, route) })
