@@ -22,7 +22,7 @@ const HttpsUrl = Schema.String.check(
   Schema.isMaxLength(2048),
   Schema.isPattern(/^[^\s\p{Cc}]*$/u, { message: "Must not contain spaces or control characters" }),
   Schema.makeFilter((url: string) =>
-    isAbsoluteHttpUrl(url) && url.startsWith("https://") ? undefined : "Must be an absolute https:// URL without credentials"
+    isAbsoluteHttpUrl(url) && new URL(url).protocol === "https:" ? undefined : "Must be an absolute https:// URL without credentials"
   )
 )
 

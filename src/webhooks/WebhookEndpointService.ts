@@ -48,6 +48,13 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
         return found.value
       })
 
+      // Read-modify-write under the row lock, so a PATCH and the circuit breaker never lose each other's change.
+      const getLocked = Effect.fnUntraced(function*(tenantId: string, id: string) {
+        const found = yield* endpoints.getForUpdate(tenantId, id)
+        if (Option.isNone(found)) return yield* notFound(id)
+        return found.value
+      })
+
       return WebhookEndpointService.of({
         create: Effect.fn("WebhookEndpointService.create")(function*(tenantId, request) {
           const mode = request.source_filter_mode ?? "all"
@@ -81,7 +88,7 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
         }),
         update: Effect.fn("WebhookEndpointService.update")(function*(tenantId, id, request) {
           return yield* transactor.withTransaction(Effect.gen(function*() {
-            const before = yield* get(tenantId, id)
+            const before = yield* getLocked(tenantId, id)
             const at = yield* now
             // No deliveries are stored yet, so the machine's delivery and notification intents
             // (dead-lettering outstanding deliveries on PATCH false) have nothing to act on here.
@@ -122,7 +129,7 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
         }),
         regenerateSecret: Effect.fn("WebhookEndpointService.regenerateSecret")(function*(tenantId, id) {
           return yield* transactor.withTransaction(Effect.gen(function*() {
-            const before = yield* get(tenantId, id)
+            const before = yield* getLocked(tenantId, id)
             const after = { ...before, secret: yield* newSigningSecret, updated_at: yield* now }
             yield* endpoints.update(tenantId, after)
             return after
