@@ -5,6 +5,7 @@ import { randomBase64 } from "../kernel/Secret.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { Transactor } from "../ports/Transactor.ts"
+import { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
 import { type CreateWebhookEndpointRequest, type UpdateWebhookEndpointRequest, WEBHOOK_LIMITS } from "./WebhookEndpoint.ts"
@@ -40,6 +41,7 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
     WebhookEndpointService,
     Effect.gen(function*() {
       const endpoints = yield* WebhookEndpointStore
+      const deliveries = yield* WebhookDeliveryStore
       const transactor = yield* Transactor
 
       const get = Effect.fnUntraced(function*(tenantId: string, id: string) {
@@ -90,11 +92,13 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
           return yield* transactor.withTransaction(Effect.gen(function*() {
             const before = yield* getLocked(tenantId, id)
             const at = yield* now
-            // No deliveries are stored yet, so the machine's delivery and notification intents
-            // (dead-lettering outstanding deliveries on PATCH false) have nothing to act on here.
-            const health = request.is_active === undefined
-              ? before
-              : EndpointMachine.transition(before, { _tag: "PatchIsActive", value: request.is_active }, at).state
+            const { intents, state: health } = request.is_active === undefined
+              ? { intents: [], state: before }
+              : EndpointMachine.transition(before, { _tag: "PatchIsActive", value: request.is_active }, at)
+            // PATCH is_active false dead-letters what was still waiting, in this transaction; a PATCH has no other intents.
+            for (const intent of intents) {
+              if (intent._tag === "DeadLetterOutstanding") yield* deliveries.deadLetterOutstanding(id, intent.reason, at)
+            }
             const mode = request.source_filter_mode ?? before.source_filter_mode
             const after: WebhookEndpointRecord = {
               ...health,

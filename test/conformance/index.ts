@@ -20,6 +20,7 @@ import type { StorageAdapter } from "./StorageAdapter.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
 import { tenantStoreSuite } from "./TenantStoreSuite.ts"
 import { uniqueViolationSuite } from "./UniqueViolationSuite.ts"
+import { webhookDeliveryStoreSuite } from "./WebhookDeliveryStoreSuite.ts"
 import { webhookEndpointStoreSuite } from "./WebhookEndpointStoreSuite.ts"
 
 export type { StorageAdapter, StorageCapabilities, StoredRows } from "./StorageAdapter.ts"
@@ -53,5 +54,6 @@ export const storageConformance = (name: string, open: () => Promise<StorageAdap
     atomicitySuite(current)
     concurrencySuite(current)
     uniqueViolationSuite(current)
+    webhookDeliveryStoreSuite(current)
   })
 }

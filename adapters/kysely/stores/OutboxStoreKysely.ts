@@ -10,15 +10,19 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
     const connection = yield* KyselyConnection
     return OutboxStore.of({
       append: (events) =>
-        events.length === 0 ? Effect.void : query(connection, (db) =>
-          db.insertInto("outbox_events").values(events.map((event) => ({
-            id: event.id,
-            tenant_id: event.tenant_id,
-            type: event.type,
-            event_id: event.event_id,
-            created_at: event.created_at,
-            data: JSON.stringify(event.data)
-          }))).execute()).pipe(Effect.asVoid),
+        events.length === 0 ? Effect.void : query(connection, async (db) => {
+          // Batches keep each statement under the drivers' bound-parameter limits.
+          for (let i = 0; i < events.length; i += 500) {
+            await db.insertInto("outbox_events").values(events.slice(i, i + 500).map((event) => ({
+              id: event.id,
+              tenant_id: event.tenant_id,
+              type: event.type,
+              event_id: event.event_id,
+              created_at: event.created_at,
+              data: JSON.stringify(event.data)
+            }))).execute()
+          }
+        }),
       listByTenant: (tenantId, options) =>
         query(connection, (db) => {
           let q = db.selectFrom("outbox_events").select(["id", "tenant_id", "type", "event_id", "created_at", "data"])

@@ -1,0 +1,308 @@
+import { Effect, Option } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
+import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
+import { outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
+import type { UseHarness } from "./Harness.ts"
+
+const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one transaction at a time"
+
+// Instants as stored: fixed-width ISO 8601 UTC with milliseconds.
+const at = (time: string): string => `2026-11-22T${time}Z`
+const NOW = at("12:00:00.000")
+const LEASE_UNTIL = at("12:02:00.000")
+
+// Outbox positions only need to grow; a counter shared by the suite keeps them apart.
+let nextSeq = 1
+
+/** A `pending` first delivery of a fresh contact.created event to `endpoint`, fanned out at 12:00. */
+const deliveryRecord = (endpoint: WebhookEndpointRecord, overrides: Partial<WebhookDeliveryRecord> = {}): WebhookDeliveryRecord => {
+  const envelope = outboxEvent(endpoint.tenant_id)
+  return {
+    id: globalThis.crypto.randomUUID(),
+    tenant_id: endpoint.tenant_id,
+    webhook_endpoint_id: endpoint.id,
+    event_id: envelope.event_id,
+    event_type: envelope.type,
+    envelope,
+    outbox_seq: nextSeq++,
+    previous_delivery_id: null,
+    created_at: NOW,
+    status: "pending",
+    attempt_number: 0,
+    max_retries: endpoint.max_retries,
+    retry_strategy: endpoint.retry_strategy,
+    next_retry_at: null,
+    completed_at: null,
+    response_status_code: null,
+    response_time_ms: null,
+    error_message: null,
+    ...overrides
+  }
+}
+
+const store = <A, E>(f: (s: WebhookDeliveryStore["Service"]) => Effect.Effect<A, E>) => WebhookDeliveryStore.use(f)
+
+const insert = (h: UseHarness, deliveries: ReadonlyArray<WebhookDeliveryRecord>) => h().run(store((s) => s.insertMany(deliveries)))
+
+const getDelivery = (h: UseHarness, delivery: WebhookDeliveryRecord) =>
+  h().run(store((s) => s.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id))).then(Option.getOrUndefined)
+
+/** Every delivery of the endpoint, newest first. */
+const listAll = (h: UseHarness, endpoint: WebhookEndpointRecord) =>
+  h().run(store((s) => s.list(endpoint.tenant_id, endpoint.id, { limit: 10_000, offset: 0 }))).then((page) => page.items)
+
+/**
+ * WebhookDeliveryStore: rows round-trip; claims take only due, unleased rows, oldest first, and
+ * disjoint ones across connections; suspension moves are bulk and per endpoint; reads are tenant-scoped.
+ */
+export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
+  describe("WebhookDeliveryStore", () => {
+    // Claims are not scoped by tenant, so each test's rows are finished afterwards and never crowd
+    // a later test's claim.
+    const endpointsMade: Array<string> = []
+    afterEach(async () => {
+      const ids = endpointsMade.splice(0)
+      await h().run(store((s) => Effect.forEach(ids, (id) => s.deadLetterOutstanding(id, "test over", NOW), { discard: true })))
+    })
+
+    /** A new tenant with `count` endpoints. */
+    const endpointsOfNewTenant = async (count = 1) => {
+      const { tenant } = await h().run(seedTenant)
+      const endpoints = Array.from({ length: count }, () => webhookEndpointRecord(tenant.id))
+      await h().run(WebhookEndpointStore.use((s) => Effect.forEach(endpoints, (e) => s.insert(e), { discard: true })))
+      endpointsMade.push(...endpoints.map((e) => e.id))
+      return endpoints
+    }
+
+    /** Claims at `now`, keeping only the rows of `endpoint` (other tests' rows are none of this test's business). */
+    const claim = async (endpoint: WebhookEndpointRecord, now = NOW, leaseUntil = LEASE_UNTIL, limit = 1_000) =>
+      (await h().run(store((s) => s.claimDue(now, leaseUntil, limit)))).filter((d) => d.webhook_endpoint_id === endpoint.id)
+
+    it("stores a delivery with every field set, unicode in its envelope, and reads it back unchanged", async () => {
+      const [endpoint] = await endpointsOfNewTenant()
+      const original = deliveryRecord(endpoint!, { status: "failed" })
+      const retried = deliveryRecord(endpoint!, {
+        event_id: original.event_id,
+        event_type: "contact.updated",
+        envelope: { ...original.envelope, type: "contact.updated", data: { contact: { name: "Zoë 山田 🚀", tags: ["a\"b", "c\\d"], vip: null } } },
+        previous_delivery_id: original.id,
+        status: "retrying",
+        attempt_number: 15,
+        max_retries: 15,
+        retry_strategy: "linear",
+        next_retry_at: at("12:01:00.000"),
+        completed_at: at("11:59:59.999"),
+        response_status_code: 503,
+        response_time_ms: 60_000,
+        error_message: "HTTP 503: \"busy\"\nretry later",
+        created_at: at("11:00:00.001")
+      })
+      await insert(h, [original, retried])
+
+      expect(await getDelivery(h, original)).toEqual(original)
+      expect(await getDelivery(h, retried)).toEqual(retried)
+    })
+
+    it("stores a batch larger than one statement holds", async () => {
+      const [endpoint] = await endpointsOfNewTenant()
+      const batch = Array.from({ length: 1_201 }, () => deliveryRecord(endpoint!, { status: "success" }))
+      await insert(h, batch)
+
+      const page = await h().run(store((s) => s.list(endpoint!.tenant_id, endpoint!.id, { limit: 1, offset: 0 })))
+      expect(page.total).toBe(1_201)
+      expect(await getDelivery(h, batch.at(-1)!)).toEqual(batch.at(-1))
+    })
+
+    it("accepts an empty batch", async () => {
+      const [endpoint] = await endpointsOfNewTenant()
+      await insert(h, [])
+      expect(await listAll(h, endpoint!)).toEqual([])
+    })
+
+    describe("claimDue", () => {
+      it("claims pending rows and retrying rows whose next_retry_at has come, nothing else", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const pending = deliveryRecord(endpoint!)
+        const retryingNow = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 1, next_retry_at: NOW })
+        const retryingLater = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 1, next_retry_at: at("12:00:00.001") })
+        const others = (["queued", "success", "failed", "dead_letter"] as const).map((status) => deliveryRecord(endpoint!, { status }))
+        await insert(h, [pending, retryingNow, retryingLater, ...others])
+
+        const claimed = await claim(endpoint!)
+        expect(claimed.map((d) => d.id).sort()).toEqual([pending.id, retryingNow.id].sort())
+        expect(claimed.find((d) => d.id === retryingNow.id)).toEqual(retryingNow)
+      })
+
+      it("claims oldest first, by created_at and then outbox order, up to the limit", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const [first, second, third, fourth] = [
+          deliveryRecord(endpoint!, { created_at: at("09:59:00.000"), outbox_seq: nextSeq + 9 }),
+          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: nextSeq + 5 }),
+          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: nextSeq + 7 }),
+          deliveryRecord(endpoint!, { created_at: at("10:01:00.000"), outbox_seq: nextSeq + 1 })
+        ]
+        nextSeq += 10
+        await insert(h, [third!, fourth!, first!, second!])
+
+        // Earlier tests' rows are finished, so the oldest due rows anywhere are this test's.
+        expect((await claim(endpoint!, NOW, LEASE_UNTIL, 2)).map((d) => d.id)).toEqual([first!.id, second!.id])
+        expect((await claim(endpoint!, NOW, LEASE_UNTIL, 2)).map((d) => d.id)).toEqual([third!.id, fourth!.id])
+        expect(await claim(endpoint!)).toEqual([])
+      })
+
+      it("does not claim a row again before its lease has passed, and claims it again once it has", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const delivery = deliveryRecord(endpoint!)
+        await insert(h, [delivery])
+
+        expect(await claim(endpoint!, NOW, LEASE_UNTIL)).toEqual([delivery])
+        expect(await claim(endpoint!, at("12:01:59.999"), at("12:03:59.999"))).toEqual([])
+        expect(await claim(endpoint!, LEASE_UNTIL, at("12:04:00.000"))).toEqual([delivery])
+      })
+
+      it("frees the lease when the delivery is saved", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const delivery = deliveryRecord(endpoint!)
+        await insert(h, [delivery])
+        const [claimed] = await claim(endpoint!)
+
+        const attempted = { ...claimed!, status: "retrying" as const, attempt_number: 1, next_retry_at: at("12:00:05.000"), error_message: "HTTP 500" }
+        await h().run(store((s) => s.save(attempted)))
+
+        expect(await getDelivery(h, delivery)).toEqual(attempted)
+        expect(await claim(endpoint!, at("12:00:05.000"), at("12:02:05.000"))).toEqual([attempted])
+      })
+
+      it("gives two concurrent claims disjoint rows (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const [endpoint] = await endpointsOfNewTenant()
+        for (let round = 0; round < 5; round++) {
+          const due = Array.from({ length: 40 }, () => deliveryRecord(endpoint!))
+          await insert(h, due)
+
+          const [a, b] = await h().run(Effect.all([
+            store((s) => s.claimDue(NOW, LEASE_UNTIL, 30)),
+            store((s) => s.claimDue(NOW, LEASE_UNTIL, 30))
+          ], { concurrency: 2 }))
+          const ids = [...a, ...b].map((d) => d.id)
+          expect(new Set(ids).size).toBe(ids.length)
+          expect(ids.sort()).toEqual(due.map((d) => d.id).sort())
+          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
+        }
+      })
+    })
+
+    describe("suspension moves", () => {
+      /** One row in every status for each of two endpoints of one tenant. */
+      const everyStatus = async () => {
+        const [suspended, other] = await endpointsOfNewTenant(2)
+        const rows = (endpoint: WebhookEndpointRecord) => ({
+          pending: deliveryRecord(endpoint),
+          retrying: deliveryRecord(endpoint, { status: "retrying", attempt_number: 2, next_retry_at: at("12:00:10.000"), error_message: "HTTP 500" }),
+          queued: deliveryRecord(endpoint, { status: "queued", attempt_number: 1 }),
+          success: deliveryRecord(endpoint, { status: "success", attempt_number: 1, completed_at: at("11:00:00.000"), response_status_code: 200 }),
+          failed: deliveryRecord(endpoint, { status: "failed", attempt_number: 9, completed_at: at("11:00:00.000"), error_message: "HTTP 500" }),
+          dead_letter: deliveryRecord(endpoint, { status: "dead_letter", completed_at: at("11:00:00.000"), error_message: "queue full" })
+        })
+        const mine = rows(suspended!)
+        const theirs = rows(other!)
+        await insert(h, [...Object.values(mine), ...Object.values(theirs)])
+        const read = (delivery: WebhookDeliveryRecord) => getDelivery(h, delivery)
+        const unchanged = async (records: Record<string, WebhookDeliveryRecord>, keys: ReadonlyArray<string>) => {
+          for (const key of keys) expect(await read(records[key]!)).toEqual(records[key])
+        }
+        return { suspended: suspended!, mine, theirs, read, unchanged }
+      }
+      const ALL = ["pending", "retrying", "queued", "success", "failed", "dead_letter"]
+
+      it("parks the endpoint's pending and retrying rows as queued, keeping their attempts, and touches nothing else", async () => {
+        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        await h().run(store((s) => s.parkOutstanding(suspended.id)))
+
+        expect(await read(mine.pending)).toEqual({ ...mine.pending, status: "queued" })
+        expect(await read(mine.retrying)).toEqual({ ...mine.retrying, status: "queued", next_retry_at: null })
+        await unchanged(mine, ["queued", "success", "failed", "dead_letter"])
+        await unchanged(theirs, ALL)
+        expect(await h().run(store((s) => s.countQueued(suspended.id)))).toBe(3)
+      })
+
+      it("replays the endpoint's queued rows as pending, and touches nothing else", async () => {
+        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        await h().run(store((s) => s.replayQueued(suspended.id)))
+
+        expect(await read(mine.queued)).toEqual({ ...mine.queued, status: "pending" })
+        await unchanged(mine, ["pending", "retrying", "success", "failed", "dead_letter"])
+        await unchanged(theirs, ALL)
+        expect(await h().run(store((s) => s.countQueued(suspended.id)))).toBe(0)
+      })
+
+      it("dead-letters the endpoint's pending, retrying and queued rows with the reason, and touches nothing else", async () => {
+        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        const when = at("12:30:00.000")
+        await h().run(store((s) => s.deadLetterOutstanding(suspended.id, "endpoint set inactive", when)))
+
+        for (const key of ["pending", "retrying", "queued"] as const) {
+          expect(await read(mine[key])).toEqual({
+            ...mine[key],
+            status: "dead_letter",
+            next_retry_at: null,
+            completed_at: when,
+            error_message: "endpoint set inactive"
+          })
+        }
+        await unchanged(mine, ["success", "failed", "dead_letter"])
+        await unchanged(theirs, ALL)
+      })
+    })
+
+    describe("reads", () => {
+      it("lists newest first (created_at, then outbox order), filtered by status and event_type, with the matching total", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const [oldest, middle, newest, updated] = [
+          deliveryRecord(endpoint!, { status: "success", created_at: at("10:00:00.000") }),
+          deliveryRecord(endpoint!, { status: "failed", created_at: at("10:00:00.000") }),
+          deliveryRecord(endpoint!, { status: "success", created_at: at("11:00:00.000") }),
+          deliveryRecord(endpoint!, { status: "success", created_at: at("10:30:00.000"), event_type: "contact.updated" })
+        ]
+        await insert(h, [updated!, oldest!, newest!, middle!])
+        const list = (filter: { status?: "success"; event_type?: string; limit?: number; offset?: number }) =>
+          h().run(store((s) => s.list(endpoint!.tenant_id, endpoint!.id, { limit: 10, offset: 0, ...filter })))
+            .then((page) => ({ ids: page.items.map((d) => d.id), total: page.total }))
+
+        expect(await list({})).toEqual({ ids: [newest!.id, updated!.id, middle!.id, oldest!.id], total: 4 })
+        expect(await list({ limit: 2, offset: 1 })).toEqual({ ids: [updated!.id, middle!.id], total: 4 })
+        expect(await list({ status: "success" })).toEqual({ ids: [newest!.id, updated!.id, oldest!.id], total: 3 })
+        expect(await list({ status: "success", event_type: "contact.created", limit: 1 })).toEqual({ ids: [newest!.id], total: 2 })
+        expect(await list({ event_type: "message.sent" })).toEqual({ ids: [], total: 0 })
+      })
+
+      it("finds no delivery through another tenant or another endpoint, and lists none of another tenant's", async () => {
+        const [endpoint, sibling] = await endpointsOfNewTenant(2)
+        const [stranger] = await endpointsOfNewTenant()
+        const delivery = deliveryRecord(endpoint!, { status: "success" })
+        await insert(h, [delivery])
+
+        const get = (tenantId: string, endpointId: string) =>
+          h().run(store((s) => s.get(tenantId, endpointId, delivery.id))).then(Option.getOrUndefined)
+        expect(await get(endpoint!.tenant_id, endpoint!.id)).toEqual(delivery)
+        expect(await get(stranger!.tenant_id, endpoint!.id)).toBeUndefined()
+        expect(await get(endpoint!.tenant_id, sibling!.id)).toBeUndefined()
+        expect(await h().run(store((s) => s.list(stranger!.tenant_id, endpoint!.id, { limit: 10, offset: 0 }))))
+          .toEqual({ items: [], total: 0 })
+        expect(await listAll(h, sibling!)).toEqual([])
+      })
+
+      it("counts only the endpoint's queued rows", async () => {
+        const [endpoint, other] = await endpointsOfNewTenant(2)
+        await insert(h, [
+          deliveryRecord(endpoint!, { status: "queued" }),
+          deliveryRecord(endpoint!, { status: "queued" }),
+          deliveryRecord(endpoint!, { status: "dead_letter" }),
+          deliveryRecord(other!, { status: "queued" })
+        ])
+        expect(await h().run(store((s) => s.countQueued(endpoint!.id)))).toBe(2)
+      })
+    })
+  })
+}
