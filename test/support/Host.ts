@@ -15,6 +15,8 @@ export interface HostProcess {
   readonly output: () => string
   /** Sends SIGTERM and resolves with the exit code. */
   readonly stop: () => Promise<number | null>
+  /** Sends SIGKILL (a crash: no cleanup, claims left behind) and resolves once the process is gone. */
+  readonly kill: () => Promise<number | null>
 }
 
 /**
@@ -48,6 +50,10 @@ export const startHost = (
           output: () => output,
           stop: () => {
             child.kill("SIGTERM")
+            return exited
+          },
+          kill: () => {
+            child.kill("SIGKILL")
             return exited
           }
         })
