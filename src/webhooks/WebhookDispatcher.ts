@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Queue } from "effect"
 import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
@@ -238,28 +238,50 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           return { endpoint: Option.some(next), mail: yield* perform(next, intents, at) }
         })
 
-      const record = (delivery: WebhookDeliveryRecord, outcome: Outcome) =>
+      // Records attempts' outcomes in the order they came back, in one transaction: the same
+      // transitions as one transaction per outcome would make, with each endpoint locked and written
+      // once. The endpoints are locked up front in id order so two workers' batches cannot deadlock.
+      const record = (results: ReadonlyArray<readonly [WebhookDeliveryRecord, Outcome]>) =>
         Effect.gen(function*() {
           const mail = yield* transactor.withTransaction(Effect.gen(function*() {
-            const current = yield* deliveries.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id)
-            if (Option.isNone(current)) return []
-            const at = yield* now
-            const { intents, state } = DeliveryMachine.transition(
-              current.value,
-              outcome.ok
-                ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
-                : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
-              at
-            )
-            yield* deliveries.save({ ...current.value, ...state })
-            const health = intents.find((i) => i._tag === "ResetFailures" || i._tag === "CountFailure")
-            if (health === undefined) return []
-            const moved = yield* moveEndpoint(
-              delivery.tenant_id,
-              delivery.webhook_endpoint_id,
-              health._tag === "ResetFailures" ? { _tag: "DeliverySucceeded" } : { _tag: "DeliveryFailed", error: health.error }
-            )
-            return moved.mail
+            const tenantOf = new Map(results.map(([delivery]) => [delivery.webhook_endpoint_id, delivery.tenant_id]))
+            const held = new Map<string, { endpoint: Option.Option<WebhookEndpointRecord>; changed: boolean }>()
+            for (const [endpointId, tenantId] of [...tenantOf].sort(([a], [b]) => (a < b ? -1 : 1))) {
+              held.set(endpointId, { endpoint: yield* endpoints.getForUpdate(tenantId, endpointId), changed: false })
+            }
+            const mail: Array<Omit<Notification, "to">> = []
+            for (const [delivery, outcome] of results) {
+              const current = yield* deliveries.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id)
+              if (Option.isNone(current)) continue
+              const at = yield* now
+              const { intents, state } = DeliveryMachine.transition(
+                current.value,
+                outcome.ok
+                  ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
+                  : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
+                at
+              )
+              yield* deliveries.save({ ...current.value, ...state })
+              const health = intents.find((i) => i._tag === "ResetFailures" || i._tag === "CountFailure")
+              const entry = held.get(delivery.webhook_endpoint_id)
+              if (health === undefined || entry === undefined || Option.isNone(entry.endpoint)) continue
+              const before = entry.endpoint.value
+              const { intents: endpointIntents, state: endpointState } = EndpointMachine.transition(
+                before,
+                health._tag === "ResetFailures" ? { _tag: "DeliverySucceeded" } : { _tag: "DeliveryFailed", error: health.error },
+                at
+              )
+              const next = endpointState === before ? before : { ...before, ...endpointState, updated_at: at }
+              if (next !== before) {
+                entry.endpoint = Option.some(next)
+                entry.changed = true
+              }
+              mail.push(...yield* perform(next, endpointIntents, at))
+            }
+            for (const { endpoint, changed } of held.values()) {
+              if (changed && Option.isSome(endpoint)) yield* endpoints.update(endpoint.value.tenant_id, endpoint.value)
+            }
+            return mail
           }))
           yield* sendMail(mail)
         })
@@ -312,16 +334,28 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const claimed = yield* deliveries.claimDue(at, addSeconds(at, DISPATCH.leaseSeconds), DISPATCH.attemptBatch)
         if (claimed.length === 0) return 0
         const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
-        yield* Effect.forEach(claimed, (delivery) =>
+        // Each claimed delivery puts one entry here: its outcome, or none when its endpoint is gone.
+        const finished = yield* Queue.unbounded<readonly [WebhookDeliveryRecord, Outcome] | undefined>()
+        const attempts = Effect.forEach(claimed, (delivery) =>
           Effect.gen(function*() {
             let endpoint = configs.get(delivery.webhook_endpoint_id)
             if (endpoint === undefined) {
               endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
               configs.set(delivery.webhook_endpoint_id, endpoint)
             }
-            if (Option.isNone(endpoint)) return
-            yield* record(delivery, yield* send(endpoint.value, delivery.envelope))
+            const outcome = Option.isSome(endpoint) ? yield* send(endpoint.value, delivery.envelope) : undefined
+            yield* Queue.offer(finished, outcome === undefined ? undefined : [delivery, outcome] as const)
           }), { concurrency: DISPATCH.attemptConcurrency, discard: true })
+        // Group commit: whatever came back while the previous transaction ran is recorded in the next one.
+        const recorder = Effect.gen(function*() {
+          for (let waiting = claimed.length; waiting > 0;) {
+            const batch = yield* Queue.takeAll(finished)
+            waiting -= batch.length
+            const results = batch.filter((result) => result !== undefined)
+            if (results.length > 0) yield* record(results)
+          }
+        })
+        yield* Effect.all([attempts, recorder], { concurrency: 2, discard: true })
         return claimed.length
       })
 

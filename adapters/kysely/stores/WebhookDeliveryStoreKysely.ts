@@ -59,11 +59,21 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
           )
         )),
-      save: (delivery) => {
-        const { id, tenant_id: _t, webhook_endpoint_id: _e, created_at: _c, ...changes } = toRow(delivery)
-        return query(connection, (db) =>
-          db.updateTable("webhook_deliveries").set(changes).where("id", "=", id).execute()).pipe(Effect.asVoid)
-      },
+      // Only the machine's columns change after creation: the envelope is not serialized and rewritten per attempt.
+      save: (delivery) =>
+        query(connection, (db) =>
+          db.updateTable("webhook_deliveries").set({
+            status: delivery.status,
+            attempt_number: delivery.attempt_number,
+            max_retries: delivery.max_retries,
+            retry_strategy: delivery.retry_strategy,
+            next_retry_at: delivery.next_retry_at,
+            completed_at: delivery.completed_at,
+            response_status_code: delivery.response_status_code,
+            response_time_ms: delivery.response_time_ms,
+            error_message: delivery.error_message,
+            lease_expires_at: null
+          }).where("id", "=", delivery.id).execute()).pipe(Effect.asVoid),
       get: (tenantId, endpointId, id) =>
         query(connection, (db) =>
           db.selectFrom("webhook_deliveries").selectAll().where("tenant_id", "=", tenantId)

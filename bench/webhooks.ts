@@ -1,0 +1,400 @@
+/**
+ * Webhook delivery benchmark: the library's engine (SQLite in one process, PostgreSQL with 1 and 2
+ * worker processes) against two baselines measured in the same run on the same HTTPS receiver: a bare
+ * keep-alive POST loop, and graphile-worker running jobs that make the same POSTs on the same
+ * PostgreSQL. Machines are shared and noisy, so goals are judged on ratios to those baselines.
+ *
+ *   npm run bench:webhooks -- [--events 20000] [--quick]     (npx tsx bench/webhooks.ts …)
+ *
+ * PostgreSQL comes from PG_URL (default postgres://postgres@127.0.0.1:5432/test); each phase makes
+ * its own database and drops it. Without a reachable server the PostgreSQL phases are skipped.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { availableParallelism, loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { Effect } from "effect"
+import { Logger, makeWorkerUtils, runMigrations } from "graphile-worker"
+import pg from "pg"
+import { migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStorage.ts"
+import { startWorkers } from "../examples/server/Workers.ts"
+import { makeCertificate } from "../test/outbound/LocalServers.ts"
+import { createPostgresDatabase } from "../test/support/Databases.ts"
+import { makeBarePoster, postAll } from "./BarePost.ts"
+import { killAllChildren } from "./ChildProcess.ts"
+import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } from "./Engine.ts"
+import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
+import { startReceiver } from "./Receiver.ts"
+import { type MemorySample, startWorkerProcess, type WorkerProcess } from "./Workers.ts"
+
+const { values: flags } = parseArgs({
+  options: { events: { type: "string" }, quick: { type: "boolean", default: false } }
+})
+const quick = flags.quick === true
+/** Events in each burst. */
+const EVENTS = Number(flags.events ?? (quick ? 5_000 : 20_000))
+/** The steady load: events per second, for this long. */
+const RATE = 500
+const STEADY_SECONDS = quick ? 4 : 10
+/** Events queued behind a suspended endpoint and then replayed, while the worker's memory is sampled. */
+const BACKLOG = quick ? 2_000 : 10_000
+const WARM_UP = quick ? 500 : 1_000
+/** How long a worker loop waits when it found nothing due. */
+const IDLE_MS = 5
+/** Posts in flight: the guarded client's pool per origin, and so the baselines' too. */
+const CONCURRENCY = 64
+/** Jobs graphile-worker's local queue locks and holds at once in its fastest mode. */
+const LOCAL_QUEUE_SIZE = 500
+/**
+ * "Flat": the worker's live heap (sampled after a full collection) never grows by more than this
+ * during the replay. Holding the backlog's 10,000 deliveries at once would take well over it.
+ */
+const FLAT_HEAP_GROWTH = 8 * 1024 * 1024
+
+/** The whole run stops (cleaning up) after this long, whatever state it is in. */
+const HARD_LIMIT_MS = 12 * 60_000
+const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+if (!Number.isInteger(EVENTS) || EVENTS < 100) throw new Error("--events must be a whole number ≥ 100")
+
+const began = Date.now()
+const loadAtStart = loadavg()[0]!.toFixed(1)
+const progress = (phase: string, message: string) => {
+  const elapsed = Math.round((Date.now() - began) / 1000)
+  console.log(`[${String(Math.floor(elapsed / 60)).padStart(2, "0")}:${String(elapsed % 60).padStart(2, "0")}] ${phase}: ${message}`)
+}
+
+// Whatever a phase acquires is released here, newest first, also when the run fails or is interrupted.
+const cleanups: Array<() => Promise<void>> = []
+const onCleanup = (release: () => Promise<void>) => {
+  cleanups.push(release)
+  return release
+}
+const release = async (step: () => Promise<void>) => {
+  const index = cleanups.lastIndexOf(step)
+  if (index >= 0) cleanups.splice(index, 1)
+  await step()
+}
+let cleaning: Promise<void> | undefined
+const cleanUp = () =>
+  (cleaning ??= (async () => {
+    killAllChildren()
+    for (const step of cleanups.splice(0).reverse()) await step().catch((error) => console.error("cleanup:", error))
+  })())
+const abort = (why: string) => {
+  console.error(`\n${why}: cleaning up`)
+  void cleanUp().finally(() => process.exit(1))
+}
+process.once("SIGINT", () => abort("interrupted"))
+process.once("SIGTERM", () => abort("terminated"))
+setTimeout(() => abort(`still running after ${HARD_LIMIT_MS / 60_000} minutes`), HARD_LIMIT_MS).unref()
+
+/** One contender's figures. */
+interface Row {
+  readonly name: string
+  readonly burst?: BurstResult
+  readonly steady?: SteadyResult
+  readonly errors?: number
+}
+
+const rows: Array<Row> = []
+const record = (row: Row) => {
+  rows.push(row)
+  return row
+}
+
+const onBurstProgress = (phase: string, events: number) => (count: { readonly unique: number }) =>
+  progress(phase, `${count.unique}/${events} delivered`)
+
+const runBurstAndSteady = async (phase: string, produce: Produce, withSteady = true) => {
+  progress(phase, `warm-up, ${WARM_UP} events`)
+  await warmUp(receiver, produce, WARM_UP)
+  progress(phase, `burst of ${EVENTS} events`)
+  const burstResult = await burst(receiver, produce, EVENTS, onBurstProgress(phase, EVENTS))
+  progress(phase, `${burstResult.delivered}/${EVENTS} in ${burstResult.seconds.toFixed(1)} s = ${burstResult.perSecond.toFixed(0)}/s`)
+  if (!withSteady) return { burst: burstResult }
+  progress(phase, `steady ${RATE} events/s for ${STEADY_SECONDS} s`)
+  const steadyResult = await steady(receiver, produce, RATE, STEADY_SECONDS)
+  progress(phase, `p50 ${steadyResult.p50.toFixed(1)} ms, p99 ${steadyResult.p99.toFixed(1)} ms`)
+  return { burst: burstResult, steady: steadyResult }
+}
+
+/** Whether PostgreSQL answers at PG_URL. */
+const postgresReachable = async (): Promise<boolean> => {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 })
+  try {
+    await client.connect()
+    await client.query("SELECT 1")
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
+/** A fresh PostgreSQL database for one phase, dropped when the phase ends (or the run is cleaned up). */
+const freshDatabase = async () => {
+  const created = await createPostgresDatabase(PG_URL)
+  return { url: created.url, drop: onCleanup(created.drop) }
+}
+
+const stopWorkers = async (workers: ReadonlyArray<WorkerProcess>) => {
+  let errors = 0
+  for (const worker of workers) {
+    const stopped = await worker.stop()
+    errors += stopped.errors
+    if (stopped.firstError !== undefined) progress("worker", `${stopped.errors} errors, first: ${stopped.firstError}`)
+  }
+  return errors
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+const bareLoop = async (label: string): Promise<Row> => {
+  const phase = `bare loop (${label})`
+  const poster = makeBarePoster(receiver.url, certificate.cert)
+  const envelopes = Effect.runSync(contactEvents("bench_tenant", WARM_UP + EVENTS))
+  const messages = envelopes.map((envelope) => [envelope.id, JSON.stringify(envelope)] as const)
+  // Each call posts the next `count` messages, all in one keep-alive loop with CONCURRENCY in flight.
+  const produce: Produce = async (count) => {
+    const batch = messages.splice(0, count)
+    await postAll(poster, batch, CONCURRENCY)
+    return batch.map(([id]) => id)
+  }
+  progress(phase, `warm-up, ${WARM_UP} posts`)
+  await warmUp(receiver, produce, WARM_UP)
+  progress(phase, `${EVENTS} posts, ${CONCURRENCY} in flight`)
+  const result = await burst(receiver, produce, EVENTS, onBurstProgress(phase, EVENTS), EVENTS)
+  poster.close()
+  progress(phase, `${result.perSecond.toFixed(0)} POSTs/s`)
+  return record({ name: `bare keep-alive POST loop, 1 process (${label})`, burst: result })
+}
+
+const sqliteEngine = async (): Promise<Row> => {
+  const phase = "engine, SQLite, 1 process"
+  const dir = mkdtempSync(join(tmpdir(), "bench-webhooks-"))
+  const removeDir = onCleanup(async () => rmSync(dir, { recursive: true, force: true }))
+  const db = openSqlite(join(dir, "bench.sqlite"))
+  await migrate(db, "sqlite")
+  const engine = await startEngine(db, "sqlite", { ca: certificate.cert })
+  const closeEngine = onCleanup(engine.close)
+  const subscription = await subscribe(engine.app, receiver.url)
+  let errors = 0
+  const workers = startWorkers(1, engine.app.drainDueWork, {
+    idleMs: IDLE_MS,
+    onError: (error) => {
+      if (errors++ === 0) progress(phase, `error: ${error}`)
+    }
+  })
+  const result = await runBurstAndSteady(phase, (count) => appendEvents(engine.app, subscription.tenantId, count))
+  await workers.stop()
+  await release(closeEngine)
+  await release(removeDir)
+  return record({ name: phase, ...result, errors })
+}
+
+/** Figures of the backlog replay: how fast it went and the worker's live heap and RSS along the way. */
+interface Replay {
+  readonly backlog: number
+  readonly perSecond: number
+  readonly samples: ReadonlyArray<MemorySample>
+}
+let replay: Replay | undefined
+
+/**
+ * Fails 20 deliveries in a row so the endpoint is suspended, queues `BACKLOG` events behind it,
+ * then verifies it and samples the worker's memory while the queue replays.
+ */
+const backlogReplay = async (
+  phase: string,
+  engine: Awaited<ReturnType<typeof startEngine>>,
+  subscription: Awaited<ReturnType<typeof subscribe>>,
+  produce: Produce,
+  worker: WorkerProcess
+) => {
+  const until = async (what: string, check: () => Promise<boolean>) => {
+    for (const deadline = Date.now() + 120_000; !(await check());) {
+      if (Date.now() > deadline) throw new Error(`${phase}: gave up waiting until ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  const endpointPath = `/webhook-endpoints/${subscription.endpointId}`
+  progress(phase, `receiver answers 503 until the endpoint is suspended, then ${BACKLOG} events queue`)
+  await receiver.answerWith(503)
+  await produce(20)
+  await until("the endpoint is suspended", async () =>
+    (await callApi(engine.app, subscription, "GET", endpointPath)).body.status === "suspended")
+  for (let queued = 20; queued < BACKLOG; queued += 1_000) await produce(Math.min(1_000, BACKLOG - queued))
+  const queued = async () =>
+    (await callApi(engine.app, subscription, "GET", `${endpointPath}/deliveries?status=queued&page_size=1`)).body.total
+  await until(`${BACKLOG} deliveries are queued`, async () => (await queued()) >= BACKLOG)
+  await receiver.answerWith(204)
+  await receiver.reset()
+  await worker.sampleMemory(200)
+  progress(phase, `verify: the ${BACKLOG}-event backlog replays`)
+  const started = stamp()
+  const status = await verify(engine.app, subscription)
+  if (status !== 200) throw new Error(`${phase}: verify answered ${status}`)
+  const reached = await receiver.waitFor(BACKLOG, Date.now() + 30_000 + BACKLOG * 2, onBurstProgress(phase, BACKLOG))
+  const samples = await worker.memory()
+  replay = { backlog: reached.unique, perSecond: reached.unique / ((reached.lastAt - started) / 1000), samples }
+  progress(phase, `replayed ${reached.unique}/${BACKLOG} at ${replay.perSecond.toFixed(0)}/s`)
+}
+
+const postgresEngine = async (processes: number, withReplay: boolean): Promise<Row> => {
+  const phase = `engine, PostgreSQL, ${processes} worker process${processes === 1 ? "" : "es"}`
+  const database = await freshDatabase()
+  const db = openPostgres(database.url, { max: 4 })
+  await migrate(db, "postgres")
+  // This process only produces events and calls the API; the worker processes deliver.
+  const engine = await startEngine(db, "postgres", { ca: certificate.cert })
+  const closeEngine = onCleanup(engine.close)
+  const subscription = await subscribe(engine.app, receiver.url)
+  const workers = await Promise.all(Array.from({ length: processes }, () =>
+    startWorkerProcess({ type: "engine", databaseUrl: database.url, ca: certificate.cert, idleMs: IDLE_MS })))
+  const produce: Produce = (count) => appendEvents(engine.app, subscription.tenantId, count)
+  const result = await runBurstAndSteady(phase, produce)
+  if (withReplay) await backlogReplay(phase, engine, subscription, produce, workers[0]!)
+  const errors = await stopWorkers(workers)
+  await release(closeEngine)
+  await release(database.drop)
+  return record({ name: phase, ...result, errors })
+}
+
+const quietGraphileLogger = new Logger(() => (level, message) => {
+  if (level === "error") console.error(`graphile-worker: ${message}`)
+})
+
+const graphileWorker = async (processes: number, batched: boolean, withSteady: boolean): Promise<Row> => {
+  const mode = batched ? `local queue ${LOCAL_QUEUE_SIZE} + batched completion` : "defaults (no local queue, no batching)"
+  const phase = `graphile-worker, ${mode}, ${processes} process${processes === 1 ? "" : "es"}`
+  const database = await freshDatabase()
+  // Installed once up front, so worker processes starting together do not race to migrate.
+  await runMigrations({ connectionString: database.url, logger: quietGraphileLogger })
+  const utils = await makeWorkerUtils({ connectionString: database.url, logger: quietGraphileLogger })
+  const releaseUtils = onCleanup(async () => await utils.release())
+  const workers = await Promise.all(Array.from({ length: processes }, () =>
+    startWorkerProcess({
+      type: "graphile",
+      databaseUrl: database.url,
+      ca: certificate.cert,
+      receiverUrl: receiver.url,
+      concurrency: CONCURRENCY,
+      batched,
+      localQueueSize: LOCAL_QUEUE_SIZE
+    })))
+  const produce: Produce = async (count) => {
+    const envelopes = Effect.runSync(contactEvents("bench_tenant", count))
+    await utils.addJobs(envelopes.map((envelope) => ({ identifier: "post", payload: envelope })))
+    return envelopes.map((envelope) => envelope.id)
+  }
+  const result = await runBurstAndSteady(phase, produce, withSteady)
+  const errors = await stopWorkers(workers)
+  await release(releaseUtils)
+  await release(database.drop)
+  return record({ name: phase, ...result, errors })
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+const format = {
+  rate: (value: number | undefined) => (value === undefined || Number.isNaN(value) ? "—" : value.toFixed(0)),
+  ms: (value: number | undefined) => (value === undefined || Number.isNaN(value) ? "—" : value.toFixed(1)),
+  mb: (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`
+}
+
+const printReport = (bare: number, sqlite: Row, postgres2: Row | undefined, postgresRows: ReadonlyArray<Row>, graphileBest: Row | undefined) => {
+  const name = Math.max(...rows.map((row) => row.name.length))
+  const header = `${"contender".padEnd(name)}  ${"burst/s".padStart(8)}  ${"× bare".padStart(6)}  ${"p50 ms".padStart(7)}  ${"p99 ms".padStart(7)}  ${"max ms".padStart(7)}  ${"steady recv".padStart(12)}  errors`
+  console.log(`\nWebhook delivery benchmark — burst of ${EVENTS} events, steady ${RATE} events/s for ${STEADY_SECONDS} s`)
+  console.log(`node ${process.version}, ${availableParallelism()} CPUs, load average ${loadAtStart} at start and ${loadavg()[0]!.toFixed(1)} at end (shared machine)`)
+  console.log(`HTTPS receiver in its own process; ${CONCURRENCY} posts in flight per process; workers idle ${IDLE_MS} ms when nothing is due`)
+  console.log(`ratios use the faster of the two bare-loop runs of this run (${bare.toFixed(0)} POSTs/s)\n`)
+  console.log(header)
+  console.log("-".repeat(header.length))
+  for (const row of rows) {
+    const burstRate = row.burst?.perSecond
+    const incomplete = row.burst !== undefined && row.burst.delivered < row.burst.events ? ` (${row.burst.delivered}/${row.burst.events} delivered)` : ""
+    const dupes = row.burst !== undefined && row.burst.duplicates > 0 ? ` (${row.burst.duplicates} duplicates)` : ""
+    console.log(
+      `${row.name.padEnd(name)}  ${format.rate(burstRate).padStart(8)}  ${(burstRate === undefined ? "—" : (burstRate / bare).toFixed(2)).padStart(6)}  ` +
+        `${format.ms(row.steady?.p50).padStart(7)}  ${format.ms(row.steady?.p99).padStart(7)}  ${format.ms(row.steady?.max).padStart(7)}  ` +
+        `${(row.steady === undefined ? "—" : `${row.steady.received}/${row.steady.sent}`).padStart(12)}  ${row.errors ?? 0}${incomplete}${dupes}`
+    )
+  }
+
+  const verdict = (met: boolean | undefined) => (met === undefined ? "SKIPPED" : met ? "MET" : "MISSED")
+  const goals: Array<[string, string, boolean | undefined]> = []
+  const sqliteRatio = (sqlite.burst?.perSecond ?? 0) / bare
+  goals.push(["SQLite, 1 process ≥ 0.8 × bare loop", `${format.rate(sqlite.burst?.perSecond)}/s = ${sqliteRatio.toFixed(2)} × bare`, sqliteRatio >= 0.8])
+  const graphileRate = graphileBest?.burst?.perSecond
+  const postgres2Rate = postgres2?.burst?.perSecond
+  goals.push([
+    "PostgreSQL, 2 processes > graphile-worker's best",
+    postgres2Rate === undefined || graphileRate === undefined
+      ? "no PostgreSQL"
+      : `${format.rate(postgres2Rate)}/s vs ${format.rate(graphileRate)}/s = ${(postgres2Rate / graphileRate).toFixed(2)} ×`,
+    postgres2Rate === undefined || graphileRate === undefined ? undefined : postgres2Rate > graphileRate
+  ])
+  const engines = [sqlite, ...postgresRows]
+  const worstP99 = Math.max(...engines.map((row) => row.steady?.p99 ?? Number.POSITIVE_INFINITY))
+  goals.push([
+    `p99 < 30 ms at ${RATE} events/s (every engine row)`,
+    `worst ${format.ms(worstP99)} ms; graphile-worker ${format.ms(graphileBest?.steady?.p99)} ms`,
+    engines.every((row) => row.steady !== undefined && row.steady.received === row.steady.sent) && worstP99 < 30
+  ])
+  if (replay !== undefined) {
+    const heap = replay.samples.map((s) => s.heapUsed)
+    const rss = replay.samples.map((s) => s.rss)
+    const growth = Math.max(...heap) - heap[0]!
+    goals.push([
+      `memory flat while a ${BACKLOG}-event backlog replays`,
+      `live heap ${format.mb(heap[0]!)} → peak ${format.mb(Math.max(...heap))} → end ${format.mb(heap.at(-1)!)}; ` +
+        `RSS ${format.mb(rss[0]!)} → peak ${format.mb(Math.max(...rss))} → end ${format.mb(rss.at(-1)!)} ` +
+        `(${replay.samples.length} samples, replay ${replay.perSecond.toFixed(0)}/s)`,
+      replay.backlog >= BACKLOG && growth < FLAT_HEAP_GROWTH
+    ])
+  } else {
+    goals.push([`memory flat while a ${BACKLOG}-event backlog replays`, "no PostgreSQL", undefined])
+  }
+  console.log("\ngoals")
+  const goalName = Math.max(...goals.map(([goal]) => goal.length))
+  for (const [goal, figures, met] of goals) console.log(`  ${verdict(met).padEnd(7)}  ${goal.padEnd(goalName)}  ${figures}`)
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+const certificate = makeCertificate()
+const receiver = await startReceiver(certificate)
+onCleanup(receiver.close)
+progress("setup", `receiver on ${receiver.url}; ${EVENTS}-event bursts${quick ? " (quick)" : ""}`)
+
+try {
+  const firstBare = await bareLoop("first")
+  const sqlite = await sqliteEngine()
+  const postgresRows: Array<Row> = []
+  const graphileRows: Array<Row> = []
+  if (await postgresReachable()) {
+    postgresRows.push(await postgresEngine(1, true))
+    postgresRows.push(await postgresEngine(2, false))
+    graphileRows.push(await graphileWorker(1, true, true))
+    graphileRows.push(await graphileWorker(2, true, true))
+    if (!quick) graphileRows.push(await graphileWorker(1, false, false))
+  } else {
+    progress("setup", `no PostgreSQL at ${PG_URL}: PostgreSQL and graphile-worker phases skipped`)
+  }
+  const lastBare = await bareLoop("last")
+  const bare = Math.max(firstBare.burst!.perSecond, lastBare.burst!.perSecond)
+  const graphileBest = graphileRows
+    .filter((row) => row.name.includes("local queue"))
+    .reduce<Row | undefined>((best, row) => ((row.burst?.perSecond ?? 0) > (best?.burst?.perSecond ?? 0) ? row : best), undefined)
+  printReport(bare, sqlite, postgresRows[1], postgresRows, graphileBest)
+} catch (error) {
+  // After an interruption the phase in progress fails as its processes die; that is not news.
+  if (cleaning === undefined) console.error(error)
+  process.exitCode = 1
+} finally {
+  await cleanUp()
+}
+progress("done", `in ${Math.round((Date.now() - began) / 1000)} s`)
