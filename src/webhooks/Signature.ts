@@ -17,6 +17,26 @@ const fromBase64 = (base64: string): Uint8Array<ArrayBuffer> => {
 }
 const toBase64 = (bytes: ArrayBuffer): string => btoa(String.fromCharCode(...new Uint8Array(bytes)))
 
+// Importing an HMAC key costs more than signing with it: keep the keys of recently used secrets.
+const keys = new Map<string, Promise<CryptoKey>>()
+const MAX_CACHED_KEYS = 1000
+
+const keyFor = (secret: string): Promise<CryptoKey> => {
+  let key = keys.get(secret)
+  if (key === undefined) {
+    if (keys.size >= MAX_CACHED_KEYS) keys.delete(keys.keys().next().value!)
+    key = globalThis.crypto.subtle.importKey(
+      "raw",
+      fromBase64(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"]
+    )
+    keys.set(secret, key)
+  }
+  return key
+}
+
 /**
  * Signs `body` by the Standard Webhooks scheme: `v1,` + base64 HMAC-SHA256, keyed by the
  * secret's base64 bytes, over `{webhook-id}.{webhook-timestamp}.{body}`. The timestamp is the
@@ -30,13 +50,7 @@ export const sign = (input: {
   readonly body: string
 }): Effect.Effect<SignatureHeaders> =>
   Effect.promise(async () => {
-    const key = await globalThis.crypto.subtle.importKey(
-      "raw",
-      fromBase64(input.secret.startsWith(SECRET_PREFIX) ? input.secret.slice(SECRET_PREFIX.length) : input.secret),
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"]
-    )
+    const key = await keyFor(input.secret)
     const timestamp = String(Math.floor(input.timestampSeconds))
     const mac = await globalThis.crypto.subtle.sign(
       "HMAC",

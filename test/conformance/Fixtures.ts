@@ -8,6 +8,7 @@ import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
+import * as EndpointMachine from "../../src/webhooks/EndpointMachine.ts"
 
 // Records are built with fresh ids and globally unique values (emails, slugs, lookups), so tests
 // sharing one database never collide.
@@ -170,16 +171,7 @@ export const webhookEndpointRecord = (tenantId: string, overrides: Partial<Webho
     retry_strategy: "exponential",
     max_retries: 8,
     timeout_seconds: 30,
-    is_active: true,
-    is_verified: false,
-    consecutive_failures: 0,
-    suspended_at: null,
-    next_reactivation_at: null,
-    reactivation_attempts: 0,
-    permanently_deactivated_at: null,
-    last_success_at: null,
-    last_failure_at: null,
-    last_error: null,
+    ...EndpointMachine.make(),
     created_at: AT,
     updated_at: null,
     ...overrides

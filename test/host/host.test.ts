@@ -4,46 +4,19 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
+import { hostBackends } from "../support/HostBackends.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 
-interface Backend {
-  readonly name: string
-  readonly setUp: () => Promise<{ readonly env: Record<string, string>; readonly tearDown: () => Promise<void> }>
-}
 
-const sqlite: Backend = {
-  name: "SQLite",
-  setUp: async () => {
-    const dir = mkdtempSync(join(tmpdir(), "omni-host-"))
-    return {
-      env: { OMNI_DATA_DIR: dir, DATABASE_URL: `file:${join(dir, "db", "omni.sqlite")}`, OMNI_TEST_CLOCK: "manual" },
-      tearDown: async () => rmSync(dir, { recursive: true, force: true })
-    }
-  }
-}
-
-const postgres: Backend = {
-  name: "PostgreSQL",
-  setUp: async () => {
-    const dir = mkdtempSync(join(tmpdir(), "omni-host-"))
-    const database = await createPostgresDatabase(PG_URL!)
-    return {
-      env: { OMNI_DATA_DIR: dir, DATABASE_URL: database.url, OMNI_TEST_CLOCK: "manual" },
-      tearDown: async () => {
-        await database.drop()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }
-  }
-}
-
-describe.each(PG_URL === undefined ? [sqlite] : [sqlite, postgres])("the reference host on $name", (backend) => {
+describe.each(hostBackends)("the reference host on $name", (backend) => {
   let env: Record<string, string>
   let tearDown: () => Promise<void>
   let host: HostProcess
 
   beforeAll(async () => {
-    ;({ env, tearDown } = await backend.setUp())
+    const backendEnv = await backend.setUp()
+    env = { ...backendEnv.env, OMNI_TEST_CLOCK: "manual" }
+    tearDown = backendEnv.tearDown
     host = await startHost(env)
   })
   afterAll(async () => {

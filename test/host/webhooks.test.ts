@@ -1,47 +1,16 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import type { IncomingHttpHeaders } from "node:http"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalServer, makeCertificate, type SeenRequest, startServer } from "../outbound/LocalServers.ts"
-import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
+import { hostBackends } from "../support/HostBackends.ts"
 import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
 
 // The webhook engine seen from outside: the real host as a child process on a manual test clock,
 // a real HTTPS receiver on 127.0.0.1 (trusted through NODE_EXTRA_CA_CERTS, reachable through
 // OMNI_OUTBOUND_ALLOW), and nothing but HTTP in between.
 
-interface Backend {
-  readonly name: string
-  readonly setUp: () => Promise<{ readonly env: Record<string, string>; readonly tearDown: () => Promise<void> }>
-}
-
-const sqlite: Backend = {
-  name: "SQLite",
-  setUp: async () => {
-    const dir = mkdtempSync(join(tmpdir(), "omni-webhooks-"))
-    return {
-      env: { OMNI_DATA_DIR: dir, DATABASE_URL: `file:${join(dir, "db", "omni.sqlite")}` },
-      tearDown: async () => rmSync(dir, { recursive: true, force: true })
-    }
-  }
-}
-
-const postgres: Backend = {
-  name: "PostgreSQL",
-  setUp: async () => {
-    const dir = mkdtempSync(join(tmpdir(), "omni-webhooks-"))
-    const database = await createPostgresDatabase(PG_URL!)
-    return {
-      env: { OMNI_DATA_DIR: dir, DATABASE_URL: database.url },
-      tearDown: async () => {
-        await database.drop()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }
-  }
-}
 
 /** The automatic re-verification checks, as offsets from suspended_at: 1m 5m 15m 30m 1h 2h 4h 8h 12h. */
 const CHECK_OFFSETS_SECONDS = [60, 300, 900, 1800, 3600, 7200, 14_400, 28_800, 43_200] as const
@@ -87,7 +56,7 @@ const parseMail = (file: string, raw: string): Mail => {
   return { file, headers, body: raw.slice(split + 4) }
 }
 
-describe.each(PG_URL === undefined ? [sqlite] : [sqlite, postgres])(
+describe.each(hostBackends)(
   "webhook delivery, circuit breaker and re-verification on the reference host ($name)",
   (backend) => {
     let env: Record<string, string>

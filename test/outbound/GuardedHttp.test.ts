@@ -318,7 +318,7 @@ describe("the guarded outbound client as a layer", () => {
   })
 })
 
-describe.skipIf(!hasOpenssl)("the guarded outbound client over HTTPS", () => {
+describe.skipIf(!hasOpenssl)("the guarded outbound client over HTTPS (needs the openssl CLI)", () => {
   let certificate: Certificate
   beforeAll(() => {
     certificate = makeCertificate()

@@ -41,7 +41,7 @@ const suspendedEndpoint = async (dispatch: Partial<DispatchSettings> = {}, field
   return { receiver, tenant, endpoint, at, advanceTo, statuses }
 }
 
-describe.skipIf(!hasOpenssl)("the circuit breaker", () => {
+describe.skipIf(!hasOpenssl)("the circuit breaker (needs the openssl CLI)", () => {
   it("stays closed through 19 consecutive failed attempts and suspends the endpoint at the 20th, telling the account", async () => {
     await start()
     const receiver = await world.startReceiver(500)
@@ -129,7 +129,7 @@ describe.skipIf(!hasOpenssl)("the circuit breaker", () => {
   })
 })
 
-describe.skipIf(!hasOpenssl)("re-verification of a suspended endpoint", () => {
+describe.skipIf(!hasOpenssl)("re-verification of a suspended endpoint (needs the openssl CLI)", () => {
   it("checks once at each of 1m, 5m, 15m, 30m, 1h, 2h, 4h, 8h and 12h, with a signed webhook.verification POST", async () => {
     const { receiver, endpoint, tenant, at, advanceTo } = await suspendedEndpoint()
 
@@ -238,7 +238,7 @@ describe.skipIf(!hasOpenssl)("re-verification of a suspended endpoint", () => {
   })
 })
 
-describe.skipIf(!hasOpenssl)("leaving a suspension by hand", () => {
+describe.skipIf(!hasOpenssl)("leaving a suspension by hand (needs the openssl CLI)", () => {
   it("POST /verify with a healthy receiver reactivates the endpoint at once and replays the backlog", async () => {
     const { receiver, tenant, endpoint, statuses } = await suspendedEndpoint()
     receiver.answerWith(200)

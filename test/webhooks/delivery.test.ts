@@ -31,7 +31,7 @@ const connect = async (tenant: Tenant, type: ChannelType): Promise<string> => {
 const event = (tenant: Tenant, type: string, data: Record<string, unknown>) =>
   world.test.app.run(makeEvent({ type, tenantId: tenant.tenant_id, data }))
 
-describe.skipIf(!hasOpenssl)("an event reaches the endpoints that subscribe to it", () => {
+describe.skipIf(!hasOpenssl)("an event reaches the endpoints that subscribe to it (needs the openssl CLI)", () => {
   it("POSTs contact.created once, as the spec's envelope in JSON, signed by Standard Webhooks, with the configured Authorization", async () => {
     const tenant = await world.newTenant()
     const receiver = await world.startReceiver()
@@ -174,7 +174,7 @@ describe.skipIf(!hasOpenssl)("an event reaches the endpoints that subscribe to i
   })
 })
 
-describe.skipIf(!hasOpenssl)("the source filter of an endpoint in selected mode", () => {
+describe.skipIf(!hasOpenssl)("the source filter of an endpoint in selected mode (needs the openssl CLI)", () => {
   it("lets through channel.created of a channel connected by link for `all`, and not for a `selected` endpoint listing other channels", async () => {
     const tenant = await world.newTenant()
     const everything = await world.startReceiver()

@@ -14,7 +14,7 @@ afterEach(() => world.close())
 
 const ids = (page: { items: Array<{ id: string }> }) => page.items.map((d) => d.id)
 
-describe.skipIf(!hasOpenssl)("GET /webhook-endpoints/{id}/deliveries", () => {
+describe.skipIf(!hasOpenssl)("GET /webhook-endpoints/{id}/deliveries (needs the openssl CLI)", () => {
   it("lists newest first in pages, with flat total, page, page_size and has_more", async () => {
     const tenant = await world.newTenant()
     const endpoint = await tenant.createEndpoint((await world.startReceiver()).url)

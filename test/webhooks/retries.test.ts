@@ -37,7 +37,7 @@ const attemptsAround = async (receiver: Receiver, ms: number): Promise<[before: 
   return [before, receiver.requests.length - start - before]
 }
 
-describe.skipIf(!hasOpenssl)("a failed attempt", () => {
+describe.skipIf(!hasOpenssl)("a failed attempt (needs the openssl CLI)", () => {
   it("records a non-2xx answer with its status code, time and error, and schedules the retry", async () => {
     const receiver = await world.startReceiver(500)
     const { tenant, endpoint, delivery } = await oneDelivery(receiver)
@@ -104,7 +104,7 @@ describe.skipIf(!hasOpenssl)("a failed attempt", () => {
   })
 })
 
-describe.skipIf(!hasOpenssl)("retry schedules", () => {
+describe.skipIf(!hasOpenssl)("retry schedules (needs the openssl CLI)", () => {
   it("waits exactly 5 s, 10 s, 30 s, 2 min, 5 min, 10 min, 30 min and 30 min (exponential), then fails after 1 + max_retries attempts", async () => {
     const receiver = await world.startReceiver(503)
     const { delivery } = await oneDelivery(receiver, { max_retries: 8 })
@@ -177,7 +177,7 @@ describe.skipIf(!hasOpenssl)("retry schedules", () => {
   })
 })
 
-describe.skipIf(!hasOpenssl)("POST /webhook-endpoints/{id}/deliveries/{delivery_id}/retry", () => {
+describe.skipIf(!hasOpenssl)("POST /webhook-endpoints/{id}/deliveries/{delivery_id}/retry (needs the openssl CLI)", () => {
   const failedDelivery = async () => {
     const receiver = await world.startReceiver(500)
     const { tenant, endpoint, delivery } = await oneDelivery(receiver, { retry_strategy: "none" })
