@@ -107,6 +107,39 @@ const flattenHeaders = (headers: http.IncomingHttpHeaders): Record<string, strin
   return result
 }
 
+/** A URL the client may connect to, taken apart. */
+interface Target {
+  readonly url: URL
+  /** The host to connect to: an IPv6 literal without its brackets. */
+  readonly host: string
+  readonly port: number
+  readonly literal: boolean
+  /** Whether `OMNI_OUTBOUND_ALLOW` names this host and port, which lifts the address check. */
+  readonly hostPortAllowed: boolean
+}
+
+const MAX_CACHED_TARGETS = 1000
+
+/** Parses `text` and checks what can be checked before connecting; a string says why it is refused. */
+const parseTarget = (text: string, policy: AddressPolicy): Target | string => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return "not a valid URL"
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `${url.protocol} URLs are not allowed, only http: and https:`
+  const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port)
+  // `URL.hostname` brackets IPv6 literals; sockets want them bare.
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+  const literal = isIP(host) !== 0
+  const hostPortAllowed = policy.allowsHostPort(url.hostname, port)
+  // Trap: Node's lookup hook is not called for literal IPs, so they are checked here.
+  const why = literal && !hostPortAllowed ? policy.refusal(host) : undefined
+  if (why !== undefined) return `${host} is ${why}`
+  return { url, host, port, literal, hostPortAllowed }
+}
+
 /**
  * The guarded outbound client: http(s) only, every address it connects to public unless allowed,
  * checked at connect time, redirects returned as they are, whole-exchange timeouts in real time.
@@ -128,6 +161,19 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
     })
   }
 
+  // What a URL comes to: where to connect, or why not. Webhook deliveries post to the same few URLs
+  // thousands of times a second, so the parse and the literal-address check are kept per URL.
+  const targets = new Map<string, Target | string>()
+  const targetOf = (text: string): Target | string => {
+    let target = targets.get(text)
+    if (target === undefined) {
+      target = parseTarget(text, policy)
+      if (targets.size >= MAX_CACHED_TARGETS) targets.delete(targets.keys().next().value!)
+      targets.set(text, target)
+    }
+    return target
+  }
+
   const request = (outbound: OutboundRequest) =>
     Effect.callback<OutboundResponse, OutboundError>((resume) => {
       const started = performance.now()
@@ -135,22 +181,10 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
       const refuse = (message: string) =>
         resume(Effect.fail(new OutboundError({ reason: "UrlNotAllowed", message, timeMs: elapsed() })))
 
-      let url: URL
-      try {
-        url = new URL(outbound.url)
-      } catch {
-        return refuse("not a valid URL")
-      }
-      if (url.protocol !== "http:" && url.protocol !== "https:") return refuse(`${url.protocol} URLs are not allowed, only http: and https:`)
-      const agent = agents[url.protocol]
-      const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port)
-      // `URL.hostname` brackets IPv6 literals; sockets want them bare.
-      const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
-      const literal = isIP(host) !== 0
-      const hostPortAllowed = policy.allowsHostPort(url.hostname, port)
-      // Trap: Node's lookup hook is not called for literal IPs, so they are checked here.
-      const why = literal && !hostPortAllowed ? policy.refusal(host) : undefined
-      if (why !== undefined) return refuse(`${host} is ${why}`)
+      const target = targetOf(outbound.url)
+      if (typeof target === "string") return refuse(target)
+      const { url, host, port, literal, hostPortAllowed } = target
+      const agent = agents[url.protocol as "http:" | "https:"]
 
       const headers: Record<string, string> = {}
       for (const [name, value] of Object.entries(outbound.headers)) {

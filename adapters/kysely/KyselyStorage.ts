@@ -1,6 +1,6 @@
 import SqliteDatabase from "better-sqlite3"
 import { Effect, Layer } from "effect"
-import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect } from "kysely"
+import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase } from "kysely"
 import pg from "pg"
 import type { StoragePorts } from "../../src/app/Omnichannel.ts"
 import { KyselyConnection, transactorLayer } from "./Connection.ts"
@@ -44,7 +44,36 @@ export const openSqlite = (path: string): Kysely<Database> => {
   database.pragma("synchronous = NORMAL")
   database.pragma("busy_timeout = 5000")
   database.pragma("foreign_keys = ON")
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
+}
+
+/** Statements kept prepared per database: the hot queries repeat, and preparing costs more than running. */
+const STATEMENT_CACHE_SIZE = 256
+
+/**
+ * better-sqlite3 with its prepared statements reused by SQL text (least recently used dropped first).
+ * Kysely prepares every query it runs, and the webhook engine runs the same few thousands of times a
+ * second. Sharing a statement is safe: queries on the one connection run one at a time.
+ */
+const withStatementCache = (database: SqliteDatabase.Database): SqliteDialectDatabase => {
+  const statements = new Map<string, SqliteDatabase.Statement>()
+  return {
+    close: () => {
+      statements.clear()
+      database.close()
+    },
+    prepare: (text) => {
+      let statement = statements.get(text)
+      if (statement === undefined) {
+        statement = database.prepare(text)
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!)
+      } else {
+        statements.delete(text)
+      }
+      statements.set(text, statement)
+      return statement
+    }
+  }
 }
 
 /**

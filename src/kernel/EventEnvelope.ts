@@ -35,3 +35,17 @@ export const makeEvent = (input: {
       data: input.data
     }
   })
+
+// Envelopes are immutable once made, so each object's JSON is computed once: a delivery's envelope
+// is stored and sent as the same text.
+const json = new WeakMap<EventEnvelope, string>()
+
+/** The envelope as JSON text, serialized once per envelope object. */
+export const envelopeJson = (envelope: EventEnvelope): string => {
+  let text = json.get(envelope)
+  if (text === undefined) {
+    text = JSON.stringify(envelope)
+    json.set(envelope, text)
+  }
+  return text
+}

@@ -17,9 +17,26 @@ export interface WebhookDeliveryRecord extends DeliveryState {
   readonly created_at: string
 }
 
+/** How the engine names a delivery of some tenant. */
+export interface DeliveryKey {
+  readonly id: string
+  readonly tenant_id: string
+}
+
+/** A delivery's machine state, with the key it belongs to. */
+export type DeliveryStateOf = DeliveryState & DeliveryKey
+
 /** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
-  readonly insertMany: (deliveries: ReadonlyArray<WebhookDeliveryRecord>) => Effect.Effect<void, StorageError>
+  /**
+   * Stores new deliveries. With `leaseUntil` they are stored claimed, as if `claimDue` had just
+   * leased them to the caller: the worker that fans an event out attempts it without a second query,
+   * and if that worker dies they come back when the lease passes.
+   */
+  readonly insertMany: (
+    deliveries: ReadonlyArray<WebhookDeliveryRecord>,
+    leaseUntil?: string
+  ) => Effect.Effect<void, StorageError>
   /**
    * Leases up to `limit` deliveries due at `now` (pending, or retrying with next_retry_at ≤ now)
    * whose lease is free, until `leaseUntil`; a crashed worker's claims come back when it passes.
@@ -30,8 +47,17 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     leaseUntil: string,
     limit: number
   ) => Effect.Effect<ReadonlyArray<WebhookDeliveryRecord>, StorageError>
-  /** Writes the delivery's machine state and frees its lease. */
-  readonly save: (delivery: WebhookDeliveryRecord) => Effect.Effect<void, StorageError>
+  /**
+   * Writes each delivery's machine state (the `DeliveryState` fields; nothing else changes after
+   * creation) and frees its lease. A batch costs a statement per few hundred rows, not one per row.
+   */
+  readonly saveMany: (deliveries: ReadonlyArray<DeliveryStateOf>) => Effect.Effect<void, StorageError>
+  /**
+   * The machine state of the deliveries with these ids, each only if it belongs to the tenant given
+   * with it; missing ones are left out. For the engine, which records attempts of many tenants'
+   * deliveries at once and needs neither their envelopes nor their other fields.
+   */
+  readonly getStates: (keys: ReadonlyArray<DeliveryKey>) => Effect.Effect<ReadonlyArray<DeliveryStateOf>, StorageError>
   readonly get: (
     tenantId: string,
     endpointId: string,

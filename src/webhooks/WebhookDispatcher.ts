@@ -1,7 +1,7 @@
-import { Context, Effect, Layer, Option, Queue } from "effect"
+import { type Cause, Context, Effect, Exit, Layer, Option, Queue } from "effect"
 import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
-import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
+import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { WallClock } from "../kernel/WallClock.ts"
@@ -19,9 +19,16 @@ import { sign } from "./Signature.ts"
 
 /** How the engine batches its work and how long a claim's lease lasts. */
 export interface DispatchSettings {
+  /** Outbox events turned into deliveries per transaction. */
   readonly fanOutBatch: number
+  /**
+   * Due deliveries claimed per query, and the most a worker holds claimed but not yet sent: the
+   * next batch is claimed while the current one is being sent.
+   */
   readonly attemptBatch: number
+  /** Requests a worker keeps in flight at once. */
   readonly attemptConcurrency: number
+  /** Re-verification checks claimed and run at once. */
   readonly checkBatch: number
   /**
    * How long a claimed delivery or check stays with its worker; a crashed worker's claims come
@@ -50,6 +57,15 @@ interface Outcome {
   readonly time_ms: number | null
   readonly error: string
 }
+
+/** A delivery this worker holds the lease of, with its endpoint as last read (none if it is gone). */
+interface Leased {
+  readonly delivery: WebhookDeliveryRecord
+  readonly endpoint: WebhookEndpointRecord | undefined
+}
+
+/** A leased delivery and what its attempt came to; none when it was not attempted. */
+type Attempted = readonly [WebhookDeliveryRecord, Outcome | undefined]
 
 /** What `POST /webhook-endpoints/{id}/verify` reports. */
 export interface VerifyResult {
@@ -107,10 +123,11 @@ const NOTIFICATIONS: Readonly<Record<"NotifySuspended" | "NotifyReactivated" | "
 
 /** The webhook engine: fan-out from the outbox, signed attempts, retries, the circuit breaker and replay. */
 export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
-  /** Turns outbox events into deliveries for every endpoint that wants them; returns events handled. */
-  readonly fanOut: Effect.Effect<number, StorageError>
-  /** Attempts the deliveries due now; returns attempts made. */
-  readonly attemptDue: Effect.Effect<number, StorageError>
+  /**
+   * Turns outbox events into deliveries for every endpoint that wants them and attempts every
+   * delivery due now, until neither is left; returns events fanned out plus attempts made.
+   */
+  readonly deliverDue: Effect.Effect<number, StorageError>
   /** Runs the re-verification checks due now; returns checks made. */
   readonly checkDue: Effect.Effect<number, StorageError>
   /** Sends a verification request now; success lifts a suspension and starts replay. */
@@ -137,7 +154,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       const DISPATCH = yield* DispatchSettings
 
       const send = Effect.fnUntraced(function*(endpoint: WebhookEndpointRecord, envelope: EventEnvelope) {
-        const body = JSON.stringify(envelope)
+        const body = envelopeJson(envelope)
         const wall = yield* WallClock
         const signature = yield* sign({
           secret: endpoint.secret,
@@ -240,28 +257,38 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
 
       // Records attempts' outcomes in the order they came back, in one transaction: the same
       // transitions as one transaction per outcome would make, with each endpoint locked and written
-      // once. The endpoints are locked up front in id order so two workers' batches cannot deadlock.
-      const record = (results: ReadonlyArray<readonly [WebhookDeliveryRecord, Outcome]>) =>
+      // once and the deliveries read and written a statement at a time. The endpoints are locked up
+      // front in id order so two workers' batches cannot deadlock. An outcome of `undefined` means the
+      // delivery was not attempted (its endpoint is gone or stopped meanwhile): its lease is freed.
+      // Returns the endpoints that no longer take deliveries, so the worker stops sending to them.
+      const record = (results: ReadonlyArray<readonly [WebhookDeliveryRecord, Outcome | undefined]>) =>
         Effect.gen(function*() {
-          const mail = yield* transactor.withTransaction(Effect.gen(function*() {
+          const { mail, stopped } = yield* transactor.withTransaction(Effect.gen(function*() {
             const tenantOf = new Map(results.map(([delivery]) => [delivery.webhook_endpoint_id, delivery.tenant_id]))
             const held = new Map<string, { endpoint: Option.Option<WebhookEndpointRecord>; changed: boolean }>()
             for (const [endpointId, tenantId] of [...tenantOf].sort(([a], [b]) => (a < b ? -1 : 1))) {
               held.set(endpointId, { endpoint: yield* endpoints.getForUpdate(tenantId, endpointId), changed: false })
             }
+            const at = yield* now
             const mail: Array<Omit<Notification, "to">> = []
-            for (const [delivery, outcome] of results) {
-              const current = yield* deliveries.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id)
-              if (Option.isNone(current)) continue
-              const at = yield* now
+            const read = (from: number) =>
+              Effect.map(
+                deliveries.getStates(results.slice(from).map(([delivery]) => delivery)),
+                (rows) => new Map(rows.map((row) => [row.id, row]))
+              )
+            let current = yield* read(0)
+            for (let i = 0; i < results.length; i++) {
+              const [delivery, outcome] = results[i]!
+              const found = current.get(delivery.id)
+              if (found === undefined || outcome === undefined) continue
               const { intents, state } = DeliveryMachine.transition(
-                current.value,
+                found,
                 outcome.ok
                   ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
                   : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
                 at
               )
-              yield* deliveries.save({ ...current.value, ...state })
+              current.set(delivery.id, { ...found, ...state })
               const health = intents.find((i) => i._tag === "ResetFailures" || i._tag === "CountFailure")
               const entry = held.get(delivery.webhook_endpoint_id)
               if (health === undefined || entry === undefined || Option.isNone(entry.endpoint)) continue
@@ -276,23 +303,36 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
                 entry.endpoint = Option.some(next)
                 entry.changed = true
               }
-              mail.push(...yield* perform(next, endpointIntents, at))
+              if (endpointIntents.length > 0) {
+                // A suspension moves the endpoint's unfinished rows in bulk: what this batch recorded so
+                // far is written first, and the rest of the batch is read again after the move.
+                yield* deliveries.saveMany([...current.values()])
+                mail.push(...yield* perform(next, endpointIntents, at))
+                current = yield* read(i + 1)
+              }
             }
-            for (const { endpoint, changed } of held.values()) {
+            yield* deliveries.saveMany([...current.values()])
+            const stopped: Array<string> = []
+            for (const [endpointId, { endpoint, changed }] of held) {
               if (changed && Option.isSome(endpoint)) yield* endpoints.update(endpoint.value.tenant_id, endpoint.value)
+              if (Option.isNone(endpoint) || EndpointMachine.routeEvent(endpoint.value) !== "deliver") stopped.push(endpointId)
             }
-            return mail
+            return { mail, stopped }
           }))
           yield* sendMail(mail)
+          return stopped
         })
 
+      // Turns a batch of outbox events into deliveries. Those to attempt now are stored leased to this
+      // worker and returned with their endpoints, so they are sent without being claimed again.
       const fanOut = transactor.withTransaction(Effect.gen(function*() {
         const claimed = yield* outbox.claimUnfanned(DISPATCH.fanOutBatch)
-        if (claimed.length === 0) return 0
+        if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
         const at = yield* now
         const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
         const queued = new Map<string, number>()
-        const created: Array<WebhookDeliveryRecord> = []
+        const leased: Array<Leased> = []
+        const parked: Array<WebhookDeliveryRecord> = []
         for (const { event, seq } of claimed) {
           let tenantEndpoints = byTenant.get(event.tenant_id)
           if (tenantEndpoints === undefined) {
@@ -310,7 +350,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               placement = { _tag: "Queue", queued: count }
             }
             const { state } = DeliveryMachine.make(endpoint, placement, at)
-            created.push({
+            const delivery: WebhookDeliveryRecord = {
               ...state,
               id: yield* newId,
               tenant_id: event.tenant_id,
@@ -321,42 +361,87 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               outbox_seq: seq,
               previous_delivery_id: null,
               created_at: at
-            })
+            }
+            if (state.status === "pending") leased.push({ delivery, endpoint })
+            else parked.push(delivery)
           }
         }
-        yield* deliveries.insertMany(created)
+        yield* deliveries.insertMany(parked)
+        yield* deliveries.insertMany(leased.map((l) => l.delivery), addSeconds(at, DISPATCH.leaseSeconds))
         yield* outbox.markFannedOut(claimed.map((c) => c.seq), at)
-        return claimed.length
+        return { events: claimed.length, leased }
       }))
 
-      const attemptDue = Effect.gen(function*() {
+      // Claims due deliveries (new ones other workers or manual retries made, retries whose time has
+      // come, replays, and claims whose worker died) and reads their endpoints as they are now.
+      const claimDue = Effect.gen(function*() {
         const at = yield* now
         const claimed = yield* deliveries.claimDue(at, addSeconds(at, DISPATCH.leaseSeconds), DISPATCH.attemptBatch)
-        if (claimed.length === 0) return 0
         const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
-        // Each claimed delivery puts one entry here: its outcome, or none when its endpoint is gone.
-        const finished = yield* Queue.unbounded<readonly [WebhookDeliveryRecord, Outcome] | undefined>()
-        const attempts = Effect.forEach(claimed, (delivery) =>
-          Effect.gen(function*() {
-            let endpoint = configs.get(delivery.webhook_endpoint_id)
-            if (endpoint === undefined) {
-              endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
-              configs.set(delivery.webhook_endpoint_id, endpoint)
-            }
-            const outcome = Option.isSome(endpoint) ? yield* send(endpoint.value, delivery.envelope) : undefined
-            yield* Queue.offer(finished, outcome === undefined ? undefined : [delivery, outcome] as const)
-          }), { concurrency: DISPATCH.attemptConcurrency, discard: true })
-        // Group commit: whatever came back while the previous transaction ran is recorded in the next one.
-        const recorder = Effect.gen(function*() {
-          for (let waiting = claimed.length; waiting > 0;) {
-            const batch = yield* Queue.takeAll(finished)
-            waiting -= batch.length
-            const results = batch.filter((result) => result !== undefined)
-            if (results.length > 0) yield* record(results)
+        const due: Array<Leased> = []
+        for (const delivery of claimed) {
+          let endpoint = configs.get(delivery.webhook_endpoint_id)
+          if (endpoint === undefined) {
+            endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
+            configs.set(delivery.webhook_endpoint_id, endpoint)
+          }
+          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint) })
+        }
+        return due
+      })
+
+      /**
+       * One pass of delivery work: fan-out and claims feed a local queue while `attemptConcurrency`
+       * senders drain it and a recorder writes outcomes back in group commits (whatever came back while
+       * the previous transaction ran goes into the next). The next batch is fetched while the current
+       * one is in flight, so the connection pool stays busy. The pass ends when there is nothing new to
+       * fan out and nothing due, and everything sent is recorded; it returns events fanned out plus
+       * attempts made. A storage failure stops the feeding, lets what is in flight finish and be
+       * recorded, and then fails the pass; deliveries it held come back when their lease passes.
+       */
+      const deliverDue = Effect.gen(function*() {
+        const work = yield* Queue.bounded<Leased, Cause.Done>(DISPATCH.attemptBatch)
+        const finished = yield* Queue.unbounded<Attempted, Cause.Done>()
+        // Endpoints the recorder found stopped (suspended, switched off, deleted) during this pass.
+        const stopped = new Set<string>()
+        let done = 0
+        const feed = Effect.gen(function*() {
+          for (;;) {
+            // Both every round, so a long fan-out backlog does not starve due retries, nor the reverse.
+            const due = yield* claimDue
+            const fanned = yield* fanOut
+            done += fanned.events
+            if (fanned.events === 0 && due.length === 0) return
+            yield* Queue.offerAll(work, [...due, ...fanned.leased])
+          }
+        }).pipe(Effect.ensuring(Queue.end(work)), Effect.exit)
+        const sender = Effect.gen(function*() {
+          for (;;) {
+            const next = yield* Queue.take(work).pipe(Effect.option)
+            if (Option.isNone(next)) return
+            const { delivery, endpoint } = next.value
+            done += 1
+            const outcome = endpoint === undefined || stopped.has(endpoint.id)
+              ? undefined
+              : yield* send(endpoint, delivery.envelope)
+            yield* Queue.offer(finished, [delivery, outcome])
           }
         })
-        yield* Effect.all([attempts, recorder], { concurrency: 2, discard: true })
-        return claimed.length
+        const senders = Effect.all(Array.from({ length: DISPATCH.attemptConcurrency }, () => sender), {
+          concurrency: "unbounded",
+          discard: true
+        }).pipe(Effect.ensuring(Queue.end(finished)))
+        const recorder = Effect.gen(function*() {
+          for (;;) {
+            const batch = yield* Queue.takeAll(finished).pipe(Effect.option)
+            if (Option.isNone(batch)) return
+            for (const endpointId of yield* record(batch.value)) stopped.add(endpointId)
+          }
+        }).pipe(Effect.exit)
+        const [fed, , recorded] = yield* Effect.all([feed, senders, recorder], { concurrency: "unbounded" })
+        if (Exit.isFailure(fed)) return yield* Effect.failCause(fed.cause)
+        if (Exit.isFailure(recorded)) return yield* Effect.failCause(recorded.cause)
+        return done
       })
 
       const check = (endpoint: WebhookEndpointRecord, reason: "manual" | "re-verification") =>
@@ -383,8 +468,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       })
 
       return WebhookDispatcher.of({
-        fanOut,
-        attemptDue,
+        deliverDue,
         checkDue,
         verify: Effect.fn("WebhookDispatcher.verify")(function*(tenantId, endpointId) {
           const endpoint = yield* endpoints.get(tenantId, endpointId)
@@ -420,8 +504,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           }))
         }),
         jobs: [
-          { name: "webhooks.fan-out", runDue: fanOut },
-          { name: "webhooks.attempts", runDue: attemptDue },
+          { name: "webhooks.deliveries", runDue: deliverDue },
           { name: "webhooks.re-verification", runDue: checkDue }
         ]
       })

@@ -168,7 +168,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const [claimed] = await claim(endpoint!)
 
         const attempted = { ...claimed!, status: "retrying" as const, attempt_number: 1, next_retry_at: at("12:00:05.000"), error_message: "HTTP 500" }
-        await h().run(store((s) => s.save(attempted)))
+        await h().run(store((s) => s.saveMany([attempted])))
 
         expect(await getDelivery(h, delivery)).toEqual(attempted)
         expect(await claim(endpoint!, at("12:00:05.000"), at("12:02:05.000"))).toEqual([attempted])

@@ -1,8 +1,9 @@
 import { Effect, Layer, Option } from "effect"
-import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
-import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
+import { type EventEnvelope, envelopeJson } from "../../../src/kernel/EventEnvelope.ts"
+import { type DeliveryStateOf, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
 import type { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
+import { sql } from "kysely"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { WebhookDeliveriesTable } from "../Database.ts"
 
@@ -18,11 +19,42 @@ const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): 
   response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
 })
 
-const toRow = (delivery: WebhookDeliveryRecord): WebhookDeliveriesTable => ({
+const toRow = (delivery: WebhookDeliveryRecord, leaseUntil: string | null): WebhookDeliveriesTable => ({
   ...delivery,
-  envelope: JSON.stringify(delivery.envelope),
-  lease_expires_at: null
+  envelope: envelopeJson(delivery.envelope),
+  lease_expires_at: leaseUntil
 })
+
+/** The columns of a delivery's machine state, with its key. */
+const STATE_COLUMNS = [
+  "id",
+  "tenant_id",
+  "status",
+  "attempt_number",
+  "max_retries",
+  "retry_strategy",
+  "next_retry_at",
+  "completed_at",
+  "response_status_code",
+  "response_time_ms",
+  "error_message"
+] as const
+
+/** Rows per statement: keeps each under the drivers' bound-parameter limits (SQLite 32,766, PostgreSQL 65,535). */
+const ROWS_PER_STATEMENT = 500
+
+const chunks = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
+  const result: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) result.push(items.slice(i, i + ROWS_PER_STATEMENT))
+  return result
+}
+
+/**
+ * One row of the machine's columns for `saveMany`'s VALUES list. Integers are cast because
+ * PostgreSQL types untyped parameters in VALUES as text.
+ */
+const stateRow = (d: DeliveryStateOf) =>
+  sql`(${d.id}, ${d.status}, CAST(${d.attempt_number} AS integer), CAST(${d.max_retries} AS integer), ${d.retry_strategy}, ${d.next_retry_at}, ${d.completed_at}, CAST(${d.response_status_code} AS integer), CAST(${d.response_time_ms} AS integer), ${d.error_message})`
 
 /** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
 export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
@@ -32,11 +64,10 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
     const forEndpoint = (endpointId: string, statuses: ReadonlyArray<DeliveryStatus>) => (db: typeof connection.db) =>
       db.updateTable("webhook_deliveries").where("webhook_endpoint_id", "=", endpointId).where("status", "in", statuses)
     return WebhookDeliveryStore.of({
-      insertMany: (deliveries) =>
+      insertMany: (deliveries, leaseUntil) =>
         deliveries.length === 0 ? Effect.void : query(connection, async (db) => {
-          // Batches keep each statement under the drivers' bound-parameter limits.
-          for (let i = 0; i < deliveries.length; i += 500) {
-            await db.insertInto("webhook_deliveries").values(deliveries.slice(i, i + 500).map(toRow)).execute()
+          for (const chunk of chunks(deliveries)) {
+            await db.insertInto("webhook_deliveries").values(chunk.map((d) => toRow(d, leaseUntil ?? null))).execute()
           }
         }),
       claimDue: (now, leaseUntil, limit) =>
@@ -59,21 +90,40 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
           )
         )),
-      // Only the machine's columns change after creation: the envelope is not serialized and rewritten per attempt.
-      save: (delivery) =>
-        query(connection, (db) =>
-          db.updateTable("webhook_deliveries").set({
-            status: delivery.status,
-            attempt_number: delivery.attempt_number,
-            max_retries: delivery.max_retries,
-            retry_strategy: delivery.retry_strategy,
-            next_retry_at: delivery.next_retry_at,
-            completed_at: delivery.completed_at,
-            response_status_code: delivery.response_status_code,
-            response_time_ms: delivery.response_time_ms,
-            error_message: delivery.error_message,
-            lease_expires_at: null
-          }).where("id", "=", delivery.id).execute()).pipe(Effect.asVoid),
+      // Only the machine's columns change after creation: the envelope is not serialized and rewritten per
+      // attempt. One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.33).
+      saveMany: (deliveries) =>
+        deliveries.length === 0 ? Effect.void : query(connection, async (db) => {
+          for (const chunk of chunks(deliveries)) {
+            await sql`WITH v (id, status, attempt_number, max_retries, retry_strategy, next_retry_at, completed_at, response_status_code, response_time_ms, error_message)
+              AS (VALUES ${sql.join(chunk.map(stateRow))})
+              UPDATE webhook_deliveries SET status = v.status, attempt_number = v.attempt_number,
+                max_retries = v.max_retries, retry_strategy = v.retry_strategy, next_retry_at = v.next_retry_at,
+                completed_at = v.completed_at, response_status_code = v.response_status_code,
+                response_time_ms = v.response_time_ms, error_message = v.error_message, lease_expires_at = NULL
+              FROM v WHERE webhook_deliveries.id = v.id`.execute(db)
+          }
+        }),
+      getStates: (keys) =>
+        keys.length === 0 ? Effect.succeed([]) : query(connection, async (db) => {
+          const rows = []
+          for (const chunk of chunks(keys)) {
+            rows.push(...await db.selectFrom("webhook_deliveries").select(STATE_COLUMNS)
+              .where("id", "in", chunk.map((k) => k.id)).execute())
+          }
+          return rows
+        }).pipe(Effect.map((rows) => {
+          const tenantOf = new Map(keys.map((k) => [k.id, k.tenant_id]))
+          return rows.filter((row) => tenantOf.get(row.id) === row.tenant_id).map((row): DeliveryStateOf => ({
+            ...row,
+            status: row.status as DeliveryStatus,
+            retry_strategy: row.retry_strategy as RetryStrategy,
+            attempt_number: Number(row.attempt_number),
+            max_retries: Number(row.max_retries),
+            response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
+            response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
+          }))
+        })),
       get: (tenantId, endpointId, id) =>
         query(connection, (db) =>
           db.selectFrom("webhook_deliveries").selectAll().where("tenant_id", "=", tenantId)

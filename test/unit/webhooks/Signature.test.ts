@@ -1,16 +1,36 @@
 import { Effect } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { describe, expect, it } from "vitest"
-import { sign } from "../../../src/webhooks/Signature.ts"
+import { type HmacSigner, nativeSigner, sign, signer, webCryptoSigner } from "../../../src/webhooks/Signature.ts"
 import { newSigningSecret } from "../../../src/webhooks/WebhookEndpointService.ts"
 
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 
-describe("Standard Webhooks signatures", () => {
+describe("the signer", () => {
+  it("is node:crypto's synchronous HMAC on Node, with WebCrypto for runtimes without it", () => {
+    expect(nativeSigner).toBeDefined()
+    expect(signer).toBe(nativeSigner)
+  })
+
+  it("signs alike with node:crypto and WebCrypto, for many secrets and bodies", async () => {
+    for (let i = 0; i < 50; i++) {
+      const secret = await Effect.runPromise(newSigningSecret)
+      const body = JSON.stringify({ n: i, text: "Zoë ✓ 🚀".repeat(i) })
+      const [native, web] = await Promise.all([nativeSigner!, webCryptoSigner].map((using) =>
+        Effect.runPromise(sign({ secret, messageId: `evt_${i}`, timestampSeconds: 1_700_000_000 + i, body }, using))))
+      expect(native).toEqual(web)
+    }
+  })
+})
+
+const signers: ReadonlyArray<HmacSigner> = [nativeSigner!, webCryptoSigner]
+
+describe.each(signers)("Standard Webhooks signatures ($name)", (using) => {
+  const sign_ = (input: Parameters<typeof sign>[0]) => sign(input, using)
   it("verifies with the standardwebhooks reference library", async () => {
     const secret = await Effect.runPromise(newSigningSecret)
     const body = JSON.stringify({ id: "evt_1", type: "contact.created", data: { name: "Zoë ✓" } })
-    const headers = await Effect.runPromise(sign({ secret, messageId: "evt_1", timestampSeconds: nowSeconds(), body }))
+    const headers = await Effect.runPromise(sign_({ secret, messageId: "evt_1", timestampSeconds: nowSeconds(), body }))
     expect(new Webhook(secret).verify(body, { ...headers })).toEqual(JSON.parse(body))
   })
 
@@ -18,16 +38,16 @@ describe("Standard Webhooks signatures", () => {
     const secret = await Effect.runPromise(newSigningSecret)
     const other = await Effect.runPromise(newSigningSecret)
     const body = JSON.stringify({ id: "evt_2" })
-    const fresh = await Effect.runPromise(sign({ secret, messageId: "evt_2", timestampSeconds: nowSeconds(), body }))
+    const fresh = await Effect.runPromise(sign_({ secret, messageId: "evt_2", timestampSeconds: nowSeconds(), body }))
     expect(() => new Webhook(secret).verify(`${body} `, { ...fresh })).toThrow(WebhookVerificationError)
     expect(() => new Webhook(other).verify(body, { ...fresh })).toThrow(WebhookVerificationError)
-    const stale = await Effect.runPromise(sign({ secret, messageId: "evt_2", timestampSeconds: nowSeconds() - 3600, body }))
+    const stale = await Effect.runPromise(sign_({ secret, messageId: "evt_2", timestampSeconds: nowSeconds() - 3600, body }))
     expect(() => new Webhook(secret).verify(body, { ...stale })).toThrow(WebhookVerificationError)
   })
 
   it("matches the Standard Webhooks specification's example", async () => {
     // The example of the specification's README: same secret, id, timestamp and payload.
-    const headers = await Effect.runPromise(sign({
+    const headers = await Effect.runPromise(sign_({
       secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
       messageId: "msg_p5jXN8AQM9LWM0D4loKWxJek",
       timestampSeconds: 1614265330,
