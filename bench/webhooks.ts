@@ -17,7 +17,6 @@ import { Effect } from "effect"
 import { Logger, makeWorkerUtils, runMigrations } from "graphile-worker"
 import pg from "pg"
 import { migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStorage.ts"
-import { startWorkers } from "../examples/server/Workers.ts"
 import { makeCertificate } from "../test/outbound/LocalServers.ts"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
 import { makeBarePoster, postAll } from "./BarePost.ts"
@@ -181,9 +180,9 @@ const sqliteEngine = async (): Promise<Row> => {
   const closeEngine = onCleanup(engine.close)
   const subscription = await subscribe(engine.app, receiver.url)
   let errors = 0
-  const workers = startWorkers(1, engine.app.drainDueWork, {
+  const workers = engine.app.startWorkers({
     idleMs: IDLE_MS,
-    onError: (error) => {
+    onError: (_job, error) => {
       if (errors++ === 0) progress(phase, `error: ${error}`)
     }
   })

@@ -6,7 +6,6 @@
 import { performance } from "node:perf_hooks"
 import { Logger, run, type Runner } from "graphile-worker"
 import { openPostgres } from "../adapters/kysely/KyselyStorage.ts"
-import { startWorkers } from "../examples/server/Workers.ts"
 import { makeBarePoster } from "./BarePost.ts"
 import { startEngine } from "./Engine.ts"
 import type { MemorySample, WorkerReply, WorkerRequest } from "./Workers.ts"
@@ -40,7 +39,7 @@ process.on("message", async (message: WorkerRequest) => {
     switch (message.type) {
       case "engine": {
         const engine = await startEngine(openPostgres(message.databaseUrl), "postgres", { ca: message.ca })
-        const workers = startWorkers(1, engine.app.drainDueWork, { idleMs: message.idleMs, onError: failed })
+        const workers = engine.app.startWorkers({ idleMs: message.idleMs, onError: (_job, error) => failed(error) })
         stop = async () => {
           await workers.stop()
           await engine.close()

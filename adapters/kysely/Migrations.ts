@@ -5,6 +5,7 @@ import * as Foundation from "./migrations/2026_11_22_0001_foundation.ts"
 import * as ChannelsAndConnectTokens from "./migrations/2026_11_22_0002_channels_and_connect_tokens.ts"
 import * as WebhookEndpoints from "./migrations/2026_11_22_0003_webhook_endpoints.ts"
 import * as WebhookDeliveries from "./migrations/2026_11_22_0004_webhook_deliveries.ts"
+import * as WebhookClaimIndexes from "./migrations/2026_11_22_0005_webhook_claim_indexes.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -16,7 +17,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_22_0001_foundation", Foundation.up],
   ["2026_11_22_0002_channels_and_connect_tokens", ChannelsAndConnectTokens.up],
   ["2026_11_22_0003_webhook_endpoints", WebhookEndpoints.up],
-  ["2026_11_22_0004_webhook_deliveries", WebhookDeliveries.up]
+  ["2026_11_22_0004_webhook_deliveries", WebhookDeliveries.up],
+  ["2026_11_22_0005_webhook_claim_indexes", WebhookClaimIndexes.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.

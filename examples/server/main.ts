@@ -50,10 +50,18 @@ const main = async () => {
       console.error("background work failed:", error)
       throw error
     }), app.handler)
-  const workers = startWorkers(config.workers, drain, {
-    idleMs: 250,
-    onError: (error) => console.error("background work failed:", error)
-  })
+  // Real time: continuous workers (delivery as a pipeline). Test clock: rounds that take turns with
+  // the drains, so work happens when the clock is moved.
+  const workers = clock === undefined
+    ? app.startWorkers({
+      count: config.workers,
+      idleMs: 50,
+      onError: (job, error) => console.error(`background job ${job} failed:`, error)
+    })
+    : startWorkers(config.workers, drain, {
+      idleMs: 250,
+      onError: (error) => console.error("background work failed:", error)
+    })
   const server = await serve(handler, { port: config.port, host: config.host })
   boundUrl = server.url
   console.log(`listening on ${server.url}`)

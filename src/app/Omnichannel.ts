@@ -1,4 +1,4 @@
-import { Clock, Effect, Layer, ManagedRuntime } from "effect"
+import { Cause, Clock, Deferred, Effect, Fiber, Layer, ManagedRuntime } from "effect"
 import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
 import { Operator } from "../auth/Operator.ts"
 import { channelRoutes } from "../channels/ChannelRoutes.ts"
@@ -12,7 +12,7 @@ import { eventRoutes } from "../events/EventRoutes.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
 import type { Route } from "../http/Route.ts"
-import { BackgroundWork, drainDueWork } from "../kernel/BackgroundWork.ts"
+import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
 import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
 import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
@@ -121,6 +121,22 @@ const logNotifier = Notifier.of({
     Effect.logInfo(`notification to ${notification.to}: ${notification.subject}`)
 })
 
+/** How `startWorkers` runs. */
+export interface WorkerOptions {
+  /** Workers in this process; default 1. Processes on one PostgreSQL database share the work too. */
+  readonly count?: number
+  /** Real milliseconds a loop waits before looking again when it found nothing; default 50. */
+  readonly idleMs?: number
+  /** Called with what a failed round threw; the loop goes on after an idle wait. */
+  readonly onError?: (job: string, error: unknown) => void
+}
+
+/** Running background workers. */
+export interface Workers {
+  /** Asks every worker to stop and resolves once each has recorded what it held. */
+  readonly stop: () => Promise<void>
+}
+
 /** A running instance of the library, for hosts that are not written with Effect. */
 export interface Omnichannel {
   /** Serves both the API and the connect page: `(Request) => Promise<Response>`. */
@@ -133,6 +149,14 @@ export interface Omnichannel {
   readonly run: <A, E>(effect: Effect.Effect<A, E, Services | StoragePorts>) => Promise<A>
   /** Runs every piece of background work that is due now, until nothing is; resolves to the units done. */
   readonly drainDueWork: () => Promise<number>
+  /**
+   * Starts background workers in this process: each runs every job in its own loop (webhook
+   * delivery as a continuous pipeline), looking again every `idleMs` (real time, default 50) when
+   * there is nothing to do. `stop` lets each finish and record what it holds. Errors go to
+   * `onError` (default: logged) and the loops go on. With a manual clock, drive work with
+   * `drainDueWork` instead, so it happens when the clock is moved.
+   */
+  readonly startWorkers: (options?: WorkerOptions) => Workers
   /** Releases everything the storage layer acquired (closes a database it opened). */
   readonly dispose: () => Promise<void>
 }
@@ -172,6 +196,26 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       connectPageHandler,
       run: (effect) => runtime.runPromise(effect),
       drainDueWork: () => runtime.runPromise(Effect.flatMap(BackgroundWork, (work) => drainDueWork(work.jobs))),
+      startWorkers: (workerOptions = {}) => {
+        const stopping = Deferred.makeUnsafe<void>()
+        const running = { stopping, idleMs: workerOptions.idleMs ?? 50 }
+        const onError = (job: string, cause: Cause.Cause<unknown>) =>
+          workerOptions.onError === undefined
+            ? Effect.logError(`background job ${job} failed`, cause)
+            : Effect.sync(() => workerOptions.onError!(job, Cause.squash(cause)))
+        const fiber = runtime.runFork(Effect.flatMap(BackgroundWork, (work) =>
+          Effect.forEach(
+            Array.from({ length: workerOptions.count ?? 1 }),
+            () => runWorker(work.jobs, running, onError),
+            { concurrency: "unbounded", discard: true }
+          )))
+        return {
+          stop: async () => {
+            Deferred.doneUnsafe(stopping, Effect.void)
+            await runtime.runPromise(Fiber.await(fiber))
+          }
+        }
+      },
       dispose: () => runtime.dispose()
     }
   } catch (error) {

@@ -1,10 +1,24 @@
-import { Context, Effect } from "effect"
+import { Cause, Context, Deferred, Effect } from "effect"
 import type { StorageError } from "../ports/StorageError.ts"
 
-/** A kind of background work: `runDue` does what is due now (by the Clock) and says how many units it did. */
+/** Tells a long-running job when to wind down, and how long to wait between looks when idle. */
+export interface Running {
+  /** Completes when the worker is asked to stop. */
+  readonly stopping: Deferred.Deferred<void>
+  /** Real milliseconds to wait before looking again after finding nothing to do. */
+  readonly idleMs: number
+}
+
+/**
+ * A kind of background work. `runDue` does what is due now (by the Clock) and says how many
+ * units it did; a drain calls it until it finds nothing. A job that works as a pipeline also has
+ * `runUntil`: it keeps working, and looking for work while idle, until `stopping` completes, then
+ * finishes what it holds and returns; a worker prefers it to polling `runDue`.
+ */
 export interface BackgroundJob {
   readonly name: string
   readonly runDue: Effect.Effect<number, StorageError>
+  readonly runUntil?: (running: Running) => Effect.Effect<void, StorageError>
 }
 
 /** The background jobs the composed areas contribute; hosts run them on workers, tests drain them. */
@@ -27,3 +41,40 @@ export const drainDueWork = (jobs: ReadonlyArray<BackgroundJob>, maxRounds = 10_
     }
     return total
   })
+
+/**
+ * Waits `ms` of real time, or less if `stopping` completes first. Poll intervals are real time on
+ * purpose: a manual test clock moves "now", and must not freeze a worker's loop.
+ */
+export const idle = (running: Running, ms = running.idleMs): Effect.Effect<void> =>
+  Effect.raceFirst(
+    Effect.callback<void>((resume) => {
+      const timer = setTimeout(() => resume(Effect.void), ms)
+      return Effect.sync(() => clearTimeout(timer))
+    }),
+    Deferred.await(running.stopping)
+  )
+
+/**
+ * One worker: every job in its own loop, at once, until `running.stopping` completes; then each
+ * finishes what it holds. A failed round is reported to `onError` and the loop goes on after an
+ * idle wait: a database that is briefly away must not stop background work for good.
+ */
+export const runWorker = (
+  jobs: ReadonlyArray<BackgroundJob>,
+  running: Running,
+  onError: (job: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+): Effect.Effect<void> =>
+  Effect.forEach(jobs, (job) =>
+    Effect.gen(function*() {
+      while (!(yield* Deferred.isDone(running.stopping))) {
+        const round = job.runUntil === undefined ? job.runDue : Effect.as(job.runUntil(running), 1)
+        const exit = yield* Effect.exit(round)
+        if (exit._tag === "Failure") {
+          yield* onError(job.name, exit.cause)
+          yield* idle(running)
+        } else if (exit.value === 0) {
+          yield* idle(running)
+        }
+      }
+    }), { concurrency: "unbounded", discard: true })

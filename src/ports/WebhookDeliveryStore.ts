@@ -38,11 +38,19 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     leaseUntil?: string
   ) => Effect.Effect<void, StorageError>
   /**
-   * Leases up to `limit` deliveries due at `now` (pending, or retrying with next_retry_at ≤ now)
-   * whose lease is free, until `leaseUntil`; a crashed worker's claims come back when it passes.
-   * Several processes claiming at once get disjoint rows.
+   * Leases until `leaseUntil` up to `limit` unleased deliveries due at `now` (pending, or retrying
+   * with next_retry_at ≤ now), oldest first. Several processes claiming at once get disjoint rows.
    */
   readonly claimDue: (
+    now: string,
+    leaseUntil: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<WebhookDeliveryRecord>, StorageError>
+  /**
+   * Leases again, until `leaseUntil`, up to `limit` due deliveries whose lease passed by `now`
+   * without being freed: the claims of a worker that died. Disjoint across processes too.
+   */
+  readonly claimExpired: (
     now: string,
     leaseUntil: string,
     limit: number

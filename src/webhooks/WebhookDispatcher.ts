@@ -1,6 +1,6 @@
-import { type Cause, Context, Effect, Exit, Layer, Option, Queue } from "effect"
+import { type Cause, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { Conflict, NotFound } from "../kernel/ApiError.ts"
-import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
+import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
 import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
@@ -58,10 +58,17 @@ interface Outcome {
   readonly error: string
 }
 
-/** A delivery this worker holds the lease of, with its endpoint as last read (none if it is gone). */
+/** How often (by the Clock) a running worker looks for deliveries whose worker died holding them. */
+const EXPIRED_LOOK_SECONDS = 5
+
+/**
+ * A delivery this worker holds the lease of, with its endpoint as read in feed round `round` (none
+ * if it was gone).
+ */
 interface Leased {
   readonly delivery: WebhookDeliveryRecord
   readonly endpoint: WebhookEndpointRecord | undefined
+  readonly round: number
 }
 
 /** A leased delivery and what its attempt came to; none when it was not attempted. */
@@ -325,7 +332,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
 
       // Turns a batch of outbox events into deliveries. Those to attempt now are stored leased to this
       // worker and returned with their endpoints, so they are sent without being claimed again.
-      const fanOut = transactor.withTransaction(Effect.gen(function*() {
+      const fanOut = (round: number) => transactor.withTransaction(Effect.gen(function*() {
         const claimed = yield* outbox.claimUnfanned(DISPATCH.fanOutBatch)
         if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
         const at = yield* now
@@ -362,7 +369,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               previous_delivery_id: null,
               created_at: at
             }
-            if (state.status === "pending") leased.push({ delivery, endpoint })
+            if (state.status === "pending") leased.push({ delivery, endpoint, round })
             else parked.push(delivery)
           }
         }
@@ -372,11 +379,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         return { events: claimed.length, leased }
       }))
 
-      // Claims due deliveries (new ones other workers or manual retries made, retries whose time has
-      // come, replays, and claims whose worker died) and reads their endpoints as they are now.
-      const claimDue = Effect.gen(function*() {
-        const at = yield* now
-        const claimed = yield* deliveries.claimDue(at, addSeconds(at, DISPATCH.leaseSeconds), DISPATCH.attemptBatch)
+      // Reads the endpoints of claimed deliveries as they are now, once per endpoint.
+      const withEndpoints = Effect.fnUntraced(function*(claimed: ReadonlyArray<WebhookDeliveryRecord>, round: number) {
         const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
         const due: Array<Leased> = []
         for (const delivery of claimed) {
@@ -385,33 +389,53 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
             configs.set(delivery.webhook_endpoint_id, endpoint)
           }
-          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint) })
+          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round })
         }
         return due
       })
 
       /**
-       * One pass of delivery work: fan-out and claims feed a local queue while `attemptConcurrency`
-       * senders drain it and a recorder writes outcomes back in group commits (whatever came back while
-       * the previous transaction ran goes into the next). The next batch is fetched while the current
-       * one is in flight, so the connection pool stays busy. The pass ends when there is nothing new to
-       * fan out and nothing due, and everything sent is recorded; it returns events fanned out plus
-       * attempts made. A storage failure stops the feeding, lets what is in flight finish and be
-       * recorded, and then fails the pass; deliveries it held come back when their lease passes.
+       * One run of delivery work: fan-out and claims feed a local queue while `attemptConcurrency`
+       * senders drain it and a recorder writes outcomes back in group commits (whatever came back
+       * while the previous transaction ran goes into the next). The next batch is fetched while the
+       * current one is in flight, so the connection pool stays busy.
+       *
+       * Without `running` (a drain) the run ends once there is nothing new to fan out and nothing due;
+       * with it (a worker) it goes on looking every `idleMs` until `stopping`. Either way it ends only
+       * after everything it sent is recorded, and returns events fanned out plus attempts made. A
+       * storage failure stops the feeding, lets what is in flight finish and be recorded, and then
+       * fails the run; deliveries it held come back when their lease passes.
        */
-      const deliverDue = Effect.gen(function*() {
+      const deliveryRun = (running: Running | undefined) => Effect.gen(function*() {
         const work = yield* Queue.bounded<Leased, Cause.Done>(DISPATCH.attemptBatch)
         const finished = yield* Queue.unbounded<Attempted, Cause.Done>()
-        // Endpoints the recorder found stopped (suspended, switched off, deleted) during this pass.
-        const stopped = new Set<string>()
+        // Feed rounds so far, and for each endpoint the recorder found stopped (suspended, switched off,
+        // deleted) the round it was in then: deliveries read with their endpoint in that round or
+        // before are not sent. Those read later carry the endpoint as it is now (it may be back).
+        let rounds = 0
+        const stoppedIn = new Map<string, number>()
         let done = 0
+        let lastExpiredLook: string | undefined
         const feed = Effect.gen(function*() {
-          for (;;) {
-            // Both every round, so a long fan-out backlog does not starve due retries, nor the reverse.
-            const due = yield* claimDue
-            const fanned = yield* fanOut
+          while (running === undefined || !(yield* Deferred.isDone(running.stopping))) {
+            const at = yield* now
+            const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
+            const claimed = [...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch)]
+            // A dead worker's claims are looked for at the start of a run and then every few seconds:
+            // they wait out a lease of minutes anyway.
+            if (lastExpiredLook === undefined || at >= addSeconds(lastExpiredLook, EXPIRED_LOOK_SECONDS)) {
+              lastExpiredLook = at
+              claimed.push(...yield* deliveries.claimExpired(at, leaseUntil, DISPATCH.attemptBatch))
+            }
+            rounds += 1
+            const due = yield* withEndpoints(claimed, rounds)
+            const fanned = yield* fanOut(rounds)
             done += fanned.events
-            if (fanned.events === 0 && due.length === 0) return
+            if (fanned.events === 0 && due.length === 0) {
+              if (running === undefined) return
+              yield* idle(running)
+              continue
+            }
             yield* Queue.offerAll(work, [...due, ...fanned.leased])
           }
         }).pipe(Effect.ensuring(Queue.end(work)), Effect.exit)
@@ -419,9 +443,9 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           for (;;) {
             const next = yield* Queue.take(work).pipe(Effect.option)
             if (Option.isNone(next)) return
-            const { delivery, endpoint } = next.value
+            const { delivery, endpoint, round } = next.value
             done += 1
-            const outcome = endpoint === undefined || stopped.has(endpoint.id)
+            const outcome = endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round
               ? undefined
               : yield* send(endpoint, delivery.envelope)
             yield* Queue.offer(finished, [delivery, outcome])
@@ -435,7 +459,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           for (;;) {
             const batch = yield* Queue.takeAll(finished).pipe(Effect.option)
             if (Option.isNone(batch)) return
-            for (const endpointId of yield* record(batch.value)) stopped.add(endpointId)
+            for (const endpointId of yield* record(batch.value)) stoppedIn.set(endpointId, rounds)
           }
         }).pipe(Effect.exit)
         const [fed, , recorded] = yield* Effect.all([feed, senders, recorder], { concurrency: "unbounded" })
@@ -468,7 +492,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       })
 
       return WebhookDispatcher.of({
-        deliverDue,
+        deliverDue: deliveryRun(undefined),
         checkDue,
         verify: Effect.fn("WebhookDispatcher.verify")(function*(tenantId, endpointId) {
           const endpoint = yield* endpoints.get(tenantId, endpointId)
@@ -504,7 +528,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           }))
         }),
         jobs: [
-          { name: "webhooks.deliveries", runDue: deliverDue },
+          { name: "webhooks.deliveries", runDue: deliveryRun(undefined), runUntil: (running) => Effect.asVoid(deliveryRun(running)) },
           { name: "webhooks.re-verification", runDue: checkDue }
         ]
       })

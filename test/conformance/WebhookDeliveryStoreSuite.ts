@@ -151,14 +151,70 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         expect(await claim(endpoint!)).toEqual([])
       })
 
-      it("does not claim a row again before its lease has passed, and claims it again once it has", async () => {
+      it("never claims a leased row; claimExpired takes it back once its lease has passed, and not before", async () => {
         const [endpoint] = await endpointsOfNewTenant()
         const delivery = deliveryRecord(endpoint!)
         await insert(h, [delivery])
+        const expired = async (now: string, leaseUntil: string) =>
+          (await h().run(store((s) => s.claimExpired(now, leaseUntil, 1_000)))).filter((d) => d.webhook_endpoint_id === endpoint!.id)
 
         expect(await claim(endpoint!, NOW, LEASE_UNTIL)).toEqual([delivery])
-        expect(await claim(endpoint!, at("12:01:59.999"), at("12:03:59.999"))).toEqual([])
-        expect(await claim(endpoint!, LEASE_UNTIL, at("12:04:00.000"))).toEqual([delivery])
+        expect(await expired(at("12:01:59.999"), at("12:03:59.999"))).toEqual([])
+        expect(await claim(endpoint!, at("12:05:00.000"), at("12:07:00.000"))).toEqual([])
+        expect(await expired(LEASE_UNTIL, at("12:04:00.000"))).toEqual([delivery])
+        // Taken back, it is leased again: until 12:04, not a moment less.
+        expect(await expired(at("12:03:59.999"), at("12:05:00.000"))).toEqual([])
+        expect(await expired(at("12:04:00.000"), at("12:06:00.000"))).toEqual([delivery])
+      })
+
+      it("stores rows leased when asked, for claimExpired alone to take back after the lease", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const leased = deliveryRecord(endpoint!)
+        const free = deliveryRecord(endpoint!)
+        await h().run(store((s) => s.insertMany([leased], LEASE_UNTIL)))
+        await insert(h, [free])
+        const expired = (now: string) =>
+          h().run(store((s) => s.claimExpired(now, at("13:00:00.000"), 1_000)))
+            .then((rows) => rows.filter((d) => d.webhook_endpoint_id === endpoint!.id))
+
+        expect(await claim(endpoint!, at("12:30:00.000"), at("12:32:00.000"))).toEqual([free])
+        expect(await expired(at("12:01:59.999"))).toEqual([])
+        expect(await expired(LEASE_UNTIL)).toEqual([leased])
+        expect(await getDelivery(h, leased)).toEqual(leased)
+      })
+
+      it("takes back only due rows whose lease passed: not queued or finished ones, nor retries not yet due", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const pending = deliveryRecord(endpoint!)
+        const retryingDue = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 1, next_retry_at: at("12:00:00.000") })
+        const retryingLater = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 1, next_retry_at: at("12:10:00.000") })
+        const others = (["queued", "success", "failed", "dead_letter"] as const).map((status) => deliveryRecord(endpoint!, { status }))
+        await h().run(store((s) => s.insertMany([pending, retryingDue, retryingLater, ...others], NOW)))
+
+        const taken = (await h().run(store((s) => s.claimExpired(at("12:05:00.000"), at("12:07:00.000"), 1_000))))
+          .filter((d) => d.webhook_endpoint_id === endpoint!.id)
+        expect(taken.map((d) => d.id).sort()).toEqual([pending.id, retryingDue.id].sort())
+      })
+
+      it("merges due retries and pending rows oldest first", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const olderRetry = deliveryRecord(endpoint!, {
+          status: "retrying",
+          attempt_number: 2,
+          next_retry_at: at("11:59:00.000"),
+          created_at: at("09:00:00.000")
+        })
+        const pending = deliveryRecord(endpoint!, { created_at: at("10:00:00.000") })
+        const newerRetry = deliveryRecord(endpoint!, {
+          status: "retrying",
+          attempt_number: 1,
+          next_retry_at: at("11:00:00.000"),
+          created_at: at("10:30:00.000")
+        })
+        await insert(h, [newerRetry, pending, olderRetry])
+
+        expect((await claim(endpoint!, NOW, LEASE_UNTIL, 2)).map((d) => d.id)).toEqual([olderRetry.id, pending.id])
+        expect((await claim(endpoint!)).map((d) => d.id)).toEqual([newerRetry.id])
       })
 
       it("frees the lease when the delivery is saved", async () => {
@@ -190,6 +246,87 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
           expect(ids.sort()).toEqual(due.map((d) => d.id).sort())
           await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
         }
+      })
+
+      it("gives two concurrent take-backs of expired leases disjoint rows (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const [endpoint] = await endpointsOfNewTenant()
+        for (let round = 0; round < 5; round++) {
+          const leased = Array.from({ length: 40 }, () => deliveryRecord(endpoint!))
+          await h().run(store((s) => s.insertMany(leased, NOW)))
+
+          const later = at("12:00:00.001")
+          const [a, b] = await h().run(Effect.all([
+            store((s) => s.claimExpired(later, LEASE_UNTIL, 30)),
+            store((s) => s.claimExpired(later, LEASE_UNTIL, 30))
+          ], { concurrency: 2 }))
+          const ids = [...a, ...b].filter((d) => d.webhook_endpoint_id === endpoint!.id).map((d) => d.id)
+          expect(new Set(ids).size).toBe(ids.length)
+          expect(ids.sort()).toEqual(leased.map((d) => d.id).sort())
+          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
+        }
+      })
+    })
+
+    describe("recording attempts", () => {
+      const attempted = (d: WebhookDeliveryRecord, n: number): WebhookDeliveryRecord => ({
+        ...d,
+        status: n % 3 === 0 ? "success" : n % 3 === 1 ? "retrying" : "failed",
+        attempt_number: n % 15,
+        max_retries: 15,
+        retry_strategy: n % 2 === 0 ? "linear" : "exponential",
+        next_retry_at: n % 3 === 1 ? at("12:10:00.000") : null,
+        completed_at: n % 3 === 1 ? null : at("12:00:01.000"),
+        response_status_code: n % 3 === 0 ? 204 : n % 3 === 1 ? null : 503,
+        response_time_ms: n,
+        error_message: n % 3 === 0 ? null : `failure ${n}: "quoted" 山田 🚀`
+      })
+
+      it("saves a batch larger than one statement holds, every row's state exactly, and frees the leases", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const batch = Array.from({ length: 1_203 }, () => deliveryRecord(endpoint!))
+        await h().run(store((s) => s.insertMany(batch, LEASE_UNTIL)))
+        const saved = batch.map((d, n) => attempted(d, n))
+        await h().run(store((s) => s.saveMany(saved)))
+
+        const stored = new Map((await listAll(h, endpoint!)).map((d) => [d.id, d]))
+        expect(stored.size).toBe(1_203)
+        for (const expected of saved) expect(stored.get(expected.id)).toEqual(expected)
+        // Leases are free: the retrying rows come due at 12:10, and nothing is left to take back.
+        const due = await claim(endpoint!, at("12:10:00.000"), at("12:12:00.000"), 2_000)
+        expect(due.length).toBe(saved.filter((d) => d.status === "retrying").length)
+        expect(await h().run(store((s) => s.claimExpired(at("13:00:00.000"), at("13:02:00.000"), 2_000))).then((rows) =>
+          rows.filter((d) => d.webhook_endpoint_id === endpoint!.id && d.status !== "retrying"))).toEqual([])
+      })
+
+      it("saves only the machine's columns and leaves other rows alone", async () => {
+        const [endpoint, other] = await endpointsOfNewTenant(2)
+        const mine = deliveryRecord(endpoint!)
+        const theirs = deliveryRecord(other!)
+        await insert(h, [mine, theirs])
+        // Fields outside the machine's state are not written, whatever the record says.
+        await h().run(store((s) => s.saveMany([{ ...attempted(mine, 3), event_type: "changed", envelope: { ...mine.envelope, type: "changed" } }])))
+
+        expect(await getDelivery(h, mine)).toEqual(attempted(mine, 3))
+        expect(await getDelivery(h, theirs)).toEqual(theirs)
+        await h().run(store((s) => s.saveMany([])))
+      })
+
+      it("reads states by id, each only within the tenant it is named with, leaving out unknown ids", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const [stranger] = await endpointsOfNewTenant()
+        const batch = Array.from({ length: 601 }, (_, n) => attempted(deliveryRecord(endpoint!), n))
+        await insert(h, batch)
+
+        const states = await h().run(store((s) => s.getStates([
+          ...batch.map((d) => ({ id: d.id, tenant_id: d.tenant_id })),
+          { id: globalThis.crypto.randomUUID(), tenant_id: endpoint!.tenant_id }
+        ])))
+        const { envelope: _e, event_id: _i, event_type: _t, outbox_seq: _s, previous_delivery_id: _p, created_at: _c, webhook_endpoint_id: _w, ...state } = batch[7]!
+        expect(states.length).toBe(601)
+        expect(states.find((d) => d.id === batch[7]!.id)).toEqual(state)
+        expect(await h().run(store((s) => s.getStates([{ id: batch[0]!.id, tenant_id: stranger!.tenant_id }])))).toEqual([])
+        expect(await h().run(store((s) => s.getStates([])))).toEqual([])
       })
     })
 

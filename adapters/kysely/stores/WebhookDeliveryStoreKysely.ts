@@ -40,6 +40,10 @@ const STATE_COLUMNS = [
   "error_message"
 ] as const
 
+/** Oldest first: by created_at, then by place in the outbox. */
+const byAge = (a: WebhookDeliveryRecord, b: WebhookDeliveryRecord): number =>
+  a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
+
 /** Rows per statement: keeps each under the drivers' bound-parameter limits (SQLite 32,766, PostgreSQL 65,535). */
 const ROWS_PER_STATEMENT = 500
 
@@ -70,26 +74,35 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             await db.insertInto("webhook_deliveries").values(chunk.map((d) => toRow(d, leaseUntil ?? null))).execute()
           }
         }),
+      // The two due kinds come from their own partial indexes (written with the same literal terms,
+      // so SQLite's planner matches them too), the oldest `limit` of both are leased in one statement.
+      // PostgreSQL: concurrent claimers skip each other's rows instead of waiting or doubling up; the
+      // rows locked but not among the oldest are let go when the statement ends.
       claimDue: (now, leaseUntil, limit) =>
         query(connection, (db) => {
-          let due = db.selectFrom("webhook_deliveries").select("id")
-            .where((eb) =>
-              eb.or([
-                eb("status", "=", "pending"),
-                eb.and([eb("status", "=", "retrying"), eb("next_retry_at", "<=", now)])
-              ])
-            )
-            .where((eb) => eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<=", now)]))
-            .orderBy("created_at").orderBy("outbox_seq").limit(limit)
-          // PostgreSQL: concurrent claimers skip each other's rows instead of waiting or doubling up.
-          if (connection.dialect === "postgres") due = due.forUpdate().skipLocked()
-          return db.updateTable("webhook_deliveries").set({ lease_expires_at: leaseUntil }).where("id", "in", due)
-            .returningAll().execute()
-        }).pipe(Effect.map((rows) =>
-          rows.map(fromRow).sort((a, b) =>
-            a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
-          )
-        )),
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
+            WHERE id IN (SELECT id FROM (
+              SELECT * FROM (SELECT id, created_at, outbox_seq FROM webhook_deliveries
+                WHERE status = 'pending' AND lease_expires_at IS NULL
+                ORDER BY created_at, outbox_seq LIMIT ${limit}${lock}) AS pending
+              UNION ALL
+              SELECT * FROM (SELECT id, created_at, outbox_seq FROM webhook_deliveries
+                WHERE status = 'retrying' AND lease_expires_at IS NULL AND next_retry_at <= ${now}
+                ORDER BY next_retry_at, created_at, outbox_seq LIMIT ${limit}${lock}) AS retrying
+            ) AS due ORDER BY created_at, outbox_seq LIMIT ${limit})
+            RETURNING *`.execute(db)
+        }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
+      claimExpired: (now, leaseUntil, limit) =>
+        query(connection, (db) => {
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
+            WHERE id IN (SELECT id FROM webhook_deliveries
+              WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ${now}
+                AND (status = 'pending' OR (status = 'retrying' AND next_retry_at <= ${now}))
+              ORDER BY lease_expires_at LIMIT ${limit}${lock})
+            RETURNING *`.execute(db)
+        }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
       // Only the machine's columns change after creation: the envelope is not serialized and rewritten per
       // attempt. One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.33).
       saveMany: (deliveries) =>
