@@ -26,6 +26,15 @@ export interface DeliveryKey {
 /** A delivery's machine state, with the key it belongs to. */
 export type DeliveryStateOf = DeliveryState & DeliveryKey
 
+/**
+ * A delivery's new machine state for `saveMany`. With `expected`, the write is a compare-and-set:
+ * it happens only if the row is still as the caller read it, which status and attempt count tell.
+ */
+export interface DeliverySave {
+  readonly state: DeliveryStateOf
+  readonly expected?: Pick<DeliveryState, "status" | "attempt_number">
+}
+
 /** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
   /**
@@ -57,9 +66,10 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
   ) => Effect.Effect<ReadonlyArray<WebhookDeliveryRecord>, StorageError>
   /**
    * Writes each delivery's machine state (the `DeliveryState` fields; nothing else changes after
-   * creation) and frees its lease. A batch costs a statement per few hundred rows, not one per row.
+   * creation) and frees its lease; a save with `expected` only if the row still has that status and
+   * attempt count. Resolves to the ids written. A batch costs a statement per few hundred rows.
    */
-  readonly saveMany: (deliveries: ReadonlyArray<DeliveryStateOf>) => Effect.Effect<void, StorageError>
+  readonly saveMany: (saves: ReadonlyArray<DeliverySave>) => Effect.Effect<ReadonlySet<string>, StorageError>
   /**
    * The machine state of the deliveries with these ids, each only if it belongs to the tenant given
    * with it; missing ones are left out. For the engine, which records attempts of many tenants'

@@ -107,6 +107,27 @@ export const routeEvent = (state: EndpointState): EventRoute => {
   }
 }
 
+const STATE_KEYS = Object.keys(EndpointState.fields) as ReadonlyArray<keyof EndpointState>
+
+/** How stale `last_success_at` may be before a run of successes is written out. */
+export const SUCCESS_FRESHNESS_MS = 1_000
+
+/**
+ * Whether moving from `before` to `after` must be stored. Everything counts except
+ * `last_success_at` moving forward by less than SUCCESS_FRESHNESS_MS: a healthy endpoint takes
+ * thousands of deliveries a second, and storing the moment of each would serialize every worker on
+ * its row for a timestamp no reader needs to the millisecond.
+ */
+export const worthStoring = (before: EndpointState, after: EndpointState): boolean => {
+  if (before === after) return false
+  for (const key of STATE_KEYS) {
+    if (key !== "last_success_at" && before[key] !== after[key]) return true
+  }
+  if (before.last_success_at === after.last_success_at) return false
+  if (before.last_success_at === null || after.last_success_at === null) return true
+  return Date.parse(after.last_success_at) - Date.parse(before.last_success_at) >= SUCCESS_FRESHNESS_MS
+}
+
 /** Whether an automatic re-verification check is due at `now`. */
 export const dueForReverification = (state: EndpointState, now: Timestamp): boolean =>
   statusOf(state) === "suspended" && state.next_reactivation_at !== null && now >= state.next_reactivation_at

@@ -262,70 +262,141 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           return { endpoint: Option.some(next), mail: yield* perform(next, intents, at) }
         })
 
-      // Records attempts' outcomes in the order they came back, in one transaction: the same
-      // transitions as one transaction per outcome would make, with each endpoint locked and written
-      // once and the deliveries read and written a statement at a time. The endpoints are locked up
-      // front in id order so two workers' batches cannot deadlock. An outcome of `undefined` means the
-      // delivery was not attempted (its endpoint is gone or stopped meanwhile): its lease is freed.
-      // Returns the endpoints that no longer take deliveries, so the worker stops sending to them.
-      const record = (results: ReadonlyArray<readonly [WebhookDeliveryRecord, Outcome | undefined]>) =>
+      const transitionOf = (state: DeliveryMachine.DeliveryState, outcome: Outcome | undefined, at: string) =>
+        outcome === undefined
+          ? { state, intents: [] }
+          : DeliveryMachine.transition(
+            state,
+            outcome.ok
+              ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
+              : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
+            at
+          )
+
+      // What a delivery's intents tell its endpoint's circuit breaker.
+      const healthOf = (intents: ReadonlyArray<DeliveryMachine.DeliveryIntent>): EndpointMachine.EndpointEvent | undefined => {
+        for (const intent of intents) {
+          if (intent._tag === "ResetFailures") return { _tag: "DeliverySucceeded" }
+          if (intent._tag === "CountFailure") return { _tag: "DeliveryFailed", error: intent.error }
+        }
+        return undefined
+      }
+
+      /** A save that only lands if the row is still in the state the transition started from. */
+      const saveOf = (delivery: WebhookDeliveryRecord, from: DeliveryMachine.DeliveryState, state: DeliveryMachine.DeliveryState) => ({
+        state: { ...state, id: delivery.id, tenant_id: delivery.tenant_id },
+        expected: { status: from.status, attempt_number: from.attempt_number }
+      })
+
+      /**
+       * Records one endpoint's outcomes the careful way, in one transaction under the endpoint's lock
+       * (which the bulk moves take too): each delivery read as it is now, the outcomes applied in the
+       * order they came back, the endpoint moved and written once. A suspension in the middle parks
+       * the endpoint's unfinished rows at once, so the batch's later failures land on parked rows and
+       * are dropped, as for any attempt in flight when the breaker trips. A row that another worker
+       * took over and recorded meanwhile keeps that worker's outcome. Resolves to the endpoint as
+       * left (none if it is gone) and the mail to send.
+       */
+      const recordLocked = (tenantId: string, endpointId: string, results: ReadonlyArray<Attempted>) =>
+        transactor.withTransaction(Effect.gen(function*() {
+          const locked = yield* endpoints.getForUpdate(tenantId, endpointId)
+          const at = yield* now
+          const read = (from: number) =>
+            Effect.map(
+              deliveries.getStates(results.slice(from).map(([delivery]) => delivery)),
+              (rows) => new Map(rows.map((row) => [row.id, { from: row as DeliveryMachine.DeliveryState, state: row as DeliveryMachine.DeliveryState }]))
+            )
+          const save = (rows: Map<string, { from: DeliveryMachine.DeliveryState; state: DeliveryMachine.DeliveryState }>) =>
+            deliveries.saveMany([...rows].map(([id, { from, state }]) => saveOf({ id, tenant_id: tenantId } as WebhookDeliveryRecord, from, state)))
+          let current = yield* read(0)
+          let endpoint = Option.getOrUndefined(locked)
+          const before = endpoint
+          const mail: Array<Omit<Notification, "to">> = []
+          for (let i = 0; i < results.length; i++) {
+            const [delivery, outcome] = results[i]!
+            const found = current.get(delivery.id)
+            if (found === undefined) continue
+            const { intents, state } = transitionOf(found.state, outcome, at)
+            current.set(delivery.id, { from: found.from, state })
+            const health = healthOf(intents)
+            if (health === undefined || endpoint === undefined) continue
+            const moved = EndpointMachine.transition(endpoint, health, at)
+            endpoint = moved.state
+            if (moved.intents.length > 0) {
+              // The bulk move sees what this batch recorded so far; the rest is read again after it.
+              yield* save(current)
+              mail.push(...yield* perform(endpoint, moved.intents, at))
+              current = yield* read(i + 1)
+            }
+          }
+          yield* save(current)
+          if (endpoint !== undefined && before !== undefined && endpoint !== before) {
+            yield* endpoints.update(tenantId, { ...endpoint, updated_at: at })
+          }
+          return { endpoint, mail }
+        }))
+
+      /**
+       * Records attempts' outcomes; an outcome of `undefined` means the delivery was not attempted
+       * (its lease is just freed). The common case costs one statement: when an endpoint's machine,
+       * fed the batch's results, would change nothing worth storing (see `worthStoring`; a healthy
+       * endpoint's successes), its deliveries' transitions are computed from the state they were
+       * claimed in and written as compare-and-sets, the whole batch at once, with no lock. Endpoints
+       * whose breaker moves, and rows that changed meanwhile, go through `recordLocked`.
+       * Resolves to the endpoints that no longer take deliveries, so the worker stops sending to them.
+       */
+      const record = (results: ReadonlyArray<Attempted>) =>
         Effect.gen(function*() {
-          const { mail, stopped } = yield* transactor.withTransaction(Effect.gen(function*() {
-            const tenantOf = new Map(results.map(([delivery]) => [delivery.webhook_endpoint_id, delivery.tenant_id]))
-            const held = new Map<string, { endpoint: Option.Option<WebhookEndpointRecord>; changed: boolean }>()
-            for (const [endpointId, tenantId] of [...tenantOf].sort(([a], [b]) => (a < b ? -1 : 1))) {
-              held.set(endpointId, { endpoint: yield* endpoints.getForUpdate(tenantId, endpointId), changed: false })
+          const at = yield* now
+          const byEndpoint = new Map<string, Array<Attempted>>()
+          for (const result of results) {
+            const group = byEndpoint.get(result[0].webhook_endpoint_id)
+            if (group === undefined) byEndpoint.set(result[0].webhook_endpoint_id, [result])
+            else group.push(result)
+          }
+          const careful = new Map<string, Array<Attempted>>()
+          const fast: Array<{ readonly delivery: WebhookDeliveryRecord; readonly state: DeliveryMachine.DeliveryState }> = []
+          const stopped: Array<string> = []
+          for (const [endpointId, group] of byEndpoint) {
+            const seen = yield* endpoints.get(group[0]![0].tenant_id, endpointId)
+            if (Option.isNone(seen)) {
+              // Deleted: its deliveries went with it.
+              stopped.push(endpointId)
+              continue
             }
-            const at = yield* now
-            const mail: Array<Omit<Notification, "to">> = []
-            const read = (from: number) =>
-              Effect.map(
-                deliveries.getStates(results.slice(from).map(([delivery]) => delivery)),
-                (rows) => new Map(rows.map((row) => [row.id, row]))
-              )
-            let current = yield* read(0)
-            for (let i = 0; i < results.length; i++) {
-              const [delivery, outcome] = results[i]!
-              const found = current.get(delivery.id)
-              if (found === undefined || outcome === undefined) continue
-              const { intents, state } = DeliveryMachine.transition(
-                found,
-                outcome.ok
-                  ? { _tag: "AttemptSucceeded", status_code: outcome.status_code ?? 200, time_ms: outcome.time_ms ?? 0 }
-                  : { _tag: "AttemptFailed", status_code: outcome.status_code, time_ms: outcome.time_ms, error: outcome.error },
-                at
-              )
-              current.set(delivery.id, { ...found, ...state })
-              const health = intents.find((i) => i._tag === "ResetFailures" || i._tag === "CountFailure")
-              const entry = held.get(delivery.webhook_endpoint_id)
-              if (health === undefined || entry === undefined || Option.isNone(entry.endpoint)) continue
-              const before = entry.endpoint.value
-              const { intents: endpointIntents, state: endpointState } = EndpointMachine.transition(
-                before,
-                health._tag === "ResetFailures" ? { _tag: "DeliverySucceeded" } : { _tag: "DeliveryFailed", error: health.error },
-                at
-              )
-              const next = endpointState === before ? before : { ...before, ...endpointState, updated_at: at }
-              if (next !== before) {
-                entry.endpoint = Option.some(next)
-                entry.changed = true
-              }
-              if (endpointIntents.length > 0) {
-                // A suspension moves the endpoint's unfinished rows in bulk: what this batch recorded so
-                // far is written first, and the rest of the batch is read again after the move.
-                yield* deliveries.saveMany([...current.values()])
-                mail.push(...yield* perform(next, endpointIntents, at))
-                current = yield* read(i + 1)
-              }
+            let endpoint = seen.value
+            let quiet = true
+            const transitions = group.map(([delivery, outcome]) => ({ delivery, ...transitionOf(delivery, outcome, at) }))
+            for (const { intents } of transitions) {
+              const health = healthOf(intents)
+              if (health === undefined) continue
+              const moved = EndpointMachine.transition(endpoint, health, at)
+              endpoint = moved.state
+              if (moved.intents.length > 0) quiet = false
             }
-            yield* deliveries.saveMany([...current.values()])
-            const stopped: Array<string> = []
-            for (const [endpointId, { endpoint, changed }] of held) {
-              if (changed && Option.isSome(endpoint)) yield* endpoints.update(endpoint.value.tenant_id, endpoint.value)
-              if (Option.isNone(endpoint) || EndpointMachine.routeEvent(endpoint.value) !== "deliver") stopped.push(endpointId)
+            if (quiet && !EndpointMachine.worthStoring(seen.value, endpoint)) {
+              fast.push(...transitions)
+              if (EndpointMachine.routeEvent(seen.value) !== "deliver") stopped.push(endpointId)
+            } else {
+              careful.set(endpointId, group)
             }
-            return { mail, stopped }
-          }))
+          }
+          const written = yield* deliveries.saveMany(fast.map(({ delivery, state }) => saveOf(delivery, delivery, state)))
+          const outcomes = new Map(results.map(([delivery, outcome]) => [delivery.id, outcome]))
+          for (const { delivery } of fast) {
+            if (written.has(delivery.id)) continue
+            const group = careful.get(delivery.webhook_endpoint_id) ?? []
+            group.push([delivery, outcomes.get(delivery.id)])
+            careful.set(delivery.webhook_endpoint_id, group)
+          }
+          const mail: Array<Omit<Notification, "to">> = []
+          for (const [endpointId, group] of careful) {
+            const recorded = yield* recordLocked(group[0]![0].tenant_id, endpointId, group)
+            mail.push(...recorded.mail)
+            if (recorded.endpoint === undefined || EndpointMachine.routeEvent(recorded.endpoint) !== "deliver") {
+              stopped.push(endpointId)
+            }
+          }
           yield* sendMail(mail)
           return stopped
         })

@@ -224,7 +224,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const [claimed] = await claim(endpoint!)
 
         const attempted = { ...claimed!, status: "retrying" as const, attempt_number: 1, next_retry_at: at("12:00:05.000"), error_message: "HTTP 500" }
-        await h().run(store((s) => s.saveMany([attempted])))
+        await h().run(store((s) => s.saveMany([{ state: attempted }])))
 
         expect(await getDelivery(h, delivery)).toEqual(attempted)
         expect(await claim(endpoint!, at("12:00:05.000"), at("12:02:05.000"))).toEqual([attempted])
@@ -287,7 +287,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const batch = Array.from({ length: 1_203 }, () => deliveryRecord(endpoint!))
         await h().run(store((s) => s.insertMany(batch, LEASE_UNTIL)))
         const saved = batch.map((d, n) => attempted(d, n))
-        await h().run(store((s) => s.saveMany(saved)))
+        expect((await h().run(store((s) => s.saveMany(saved.map((state) => ({ state })))))).size).toBe(1_203)
 
         const stored = new Map((await listAll(h, endpoint!)).map((d) => [d.id, d]))
         expect(stored.size).toBe(1_203)
@@ -305,11 +305,34 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const theirs = deliveryRecord(other!)
         await insert(h, [mine, theirs])
         // Fields outside the machine's state are not written, whatever the record says.
-        await h().run(store((s) => s.saveMany([{ ...attempted(mine, 3), event_type: "changed", envelope: { ...mine.envelope, type: "changed" } }])))
+        await h().run(store((s) =>
+          s.saveMany([{ state: { ...attempted(mine, 3), event_type: "changed", envelope: { ...mine.envelope, type: "changed" } } as never }])))
 
         expect(await getDelivery(h, mine)).toEqual(attempted(mine, 3))
         expect(await getDelivery(h, theirs)).toEqual(theirs)
         await h().run(store((s) => s.saveMany([])))
+      })
+
+      it("writes a save with an expected state only where the row still has that status and attempt count", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const asClaimed = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 2, next_retry_at: NOW })
+        const parked = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 2, next_retry_at: NOW })
+        const retaken = deliveryRecord(endpoint!, { status: "retrying", attempt_number: 2, next_retry_at: NOW })
+        await h().run(store((s) => s.insertMany([asClaimed, parked, retaken], LEASE_UNTIL)))
+        // Meanwhile one row is parked by a suspension and another attempted by a worker that took it over.
+        await h().run(store((s) => s.saveMany([
+          { state: { ...parked, status: "queued", next_retry_at: null } },
+          { state: { ...retaken, attempt_number: 3, next_retry_at: at("12:01:00.000") } }
+        ])))
+        const expected = { status: "retrying", attempt_number: 2 } as const
+        const succeeded = (d: WebhookDeliveryRecord) => ({ ...attempted(d, 3), attempt_number: 3 })
+
+        const written = await h().run(store((s) =>
+          s.saveMany([asClaimed, parked, retaken].map((d) => ({ state: succeeded(d), expected })))))
+        expect([...written]).toEqual([asClaimed.id])
+        expect(await getDelivery(h, asClaimed)).toEqual(succeeded(asClaimed))
+        expect(await getDelivery(h, parked)).toEqual({ ...parked, status: "queued", next_retry_at: null })
+        expect((await getDelivery(h, retaken))?.next_retry_at).toBe(at("12:01:00.000"))
       })
 
       it("reads states by id, each only within the tenant it is named with, leaving out unknown ids", async () => {

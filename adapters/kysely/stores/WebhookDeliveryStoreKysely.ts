@@ -1,6 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { type EventEnvelope, envelopeJson } from "../../../src/kernel/EventEnvelope.ts"
-import { type DeliveryStateOf, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
+import { type DeliverySave, type DeliveryStateOf, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
 import type { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
@@ -57,8 +57,8 @@ const chunks = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
  * One row of the machine's columns for `saveMany`'s VALUES list. Integers are cast because
  * PostgreSQL types untyped parameters in VALUES as text.
  */
-const stateRow = (d: DeliveryStateOf) =>
-  sql`(${d.id}, ${d.status}, CAST(${d.attempt_number} AS integer), CAST(${d.max_retries} AS integer), ${d.retry_strategy}, ${d.next_retry_at}, ${d.completed_at}, CAST(${d.response_status_code} AS integer), CAST(${d.response_time_ms} AS integer), ${d.error_message})`
+const stateRow = ({ state: d, expected }: DeliverySave) =>
+  sql`(${d.id}, ${d.status}, CAST(${d.attempt_number} AS integer), CAST(${d.max_retries} AS integer), ${d.retry_strategy}, ${d.next_retry_at}, ${d.completed_at}, CAST(${d.response_status_code} AS integer), CAST(${d.response_time_ms} AS integer), ${d.error_message}, ${expected?.status ?? null}, CAST(${expected?.attempt_number ?? null} AS integer))`
 
 /** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
 export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
@@ -105,17 +105,23 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
         }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
       // Only the machine's columns change after creation: the envelope is not serialized and rewritten per
       // attempt. One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.33).
-      saveMany: (deliveries) =>
-        deliveries.length === 0 ? Effect.void : query(connection, async (db) => {
-          for (const chunk of chunks(deliveries)) {
-            await sql`WITH v (id, status, attempt_number, max_retries, retry_strategy, next_retry_at, completed_at, response_status_code, response_time_ms, error_message)
+      saveMany: (saves) =>
+        saves.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, async (db) => {
+          const written = new Set<string>()
+          for (const chunk of chunks(saves)) {
+            const { rows } = await sql<{ id: string }>`WITH v (id, status, attempt_number, max_retries, retry_strategy, next_retry_at, completed_at, response_status_code, response_time_ms, error_message, expected_status, expected_attempt)
               AS (VALUES ${sql.join(chunk.map(stateRow))})
               UPDATE webhook_deliveries SET status = v.status, attempt_number = v.attempt_number,
                 max_retries = v.max_retries, retry_strategy = v.retry_strategy, next_retry_at = v.next_retry_at,
                 completed_at = v.completed_at, response_status_code = v.response_status_code,
                 response_time_ms = v.response_time_ms, error_message = v.error_message, lease_expires_at = NULL
-              FROM v WHERE webhook_deliveries.id = v.id`.execute(db)
+              FROM v WHERE webhook_deliveries.id = v.id
+                AND (v.expected_status IS NULL
+                  OR (webhook_deliveries.status = v.expected_status AND webhook_deliveries.attempt_number = v.expected_attempt))
+              RETURNING webhook_deliveries.id`.execute(db)
+            for (const row of rows) written.add(row.id)
           }
+          return written
         }),
       getStates: (keys) =>
         keys.length === 0 ? Effect.succeed([]) : query(connection, async (db) => {
