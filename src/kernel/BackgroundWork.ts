@@ -19,6 +19,8 @@ export interface BackgroundJob {
   readonly name: string
   readonly runDue: Effect.Effect<number, StorageError>
   readonly runUntil?: (running: Running) => Effect.Effect<void, StorageError>
+  /** The least real time a worker waits before polling `runDue` again when it found nothing. */
+  readonly pollEveryMs?: number
 }
 
 /** The background jobs the composed areas contribute; hosts run them on workers, tests drain them. */
@@ -74,7 +76,7 @@ export const runWorker = (
           yield* onError(job.name, exit.cause)
           yield* idle(running)
         } else if (exit.value === 0) {
-          yield* idle(running)
+          yield* idle(running, Math.max(running.idleMs, job.pollEveryMs ?? 0))
         }
       }
     }), { concurrency: "unbounded", discard: true })

@@ -12,12 +12,12 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     options: { readonly limit: number; readonly offset?: number; readonly type?: string }
   ) => Effect.Effect<ReadonlyArray<EventEnvelope>, StorageError>
   /**
-   * Up to `limit` events not yet fanned out to webhooks, in append order. Call inside a
-   * transaction: PostgreSQL locks the rows, skipping those another worker holds.
+   * Marks up to `limit` events not yet fanned out to webhooks as fanned out at `at`, and returns
+   * them in append order. Call inside the transaction that creates their deliveries, so both commit
+   * or neither does. Workers taking at once get disjoint events (PostgreSQL skips rows another holds).
    */
-  readonly claimUnfanned: (
-    limit: number
+  readonly takeUnfanned: (
+    limit: number,
+    at: string
   ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
-  /** Marks events as fanned out, in the transaction that created their deliveries. */
-  readonly markFannedOut: (seqs: ReadonlyArray<number>, at: string) => Effect.Effect<void, StorageError>
 }>()("omnichannel-core/ports/OutboxStore") {}

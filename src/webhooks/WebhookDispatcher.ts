@@ -1,4 +1,4 @@
-import { type Cause, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
+import { type Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
 import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
@@ -23,7 +23,9 @@ export interface DispatchSettings {
   readonly fanOutBatch: number
   /**
    * Due deliveries claimed per query, and the most a worker holds claimed but not yet sent: the
-   * next batch is claimed while the current one is being sent.
+   * next batch is fetched while the current one is being sent, so keep it at least twice
+   * `fanOutBatch`. A delivery that waited so long its lease would run out before its request could
+   * time out is not sent but let go, to be claimed again.
    */
   readonly attemptBatch: number
   /** Requests a worker keeps in flight at once. */
@@ -42,7 +44,7 @@ export interface DispatchSettings {
 export const DispatchSettings = Context.Reference<DispatchSettings>("omnichannel-core/webhooks/DispatchSettings", {
   defaultValue: () => ({
     fanOutBatch: 500,
-    attemptBatch: 256,
+    attemptBatch: 1000,
     attemptConcurrency: 64,
     checkBatch: 16,
     leaseSeconds: 120,
@@ -58,6 +60,15 @@ interface Outcome {
   readonly error: string
 }
 
+/**
+ * Seconds of lease a delivery must have left beyond its endpoint's timeout to be sent (or half the
+ * lease, if that is less, so a short lease still lets fresh claims through).
+ */
+const LEASE_MARGIN_SECONDS = 10
+
+/** While fanning out a backlog, a running worker still claims due deliveries at least this often (in feed rounds). */
+const CLAIM_AT_LEAST_EVERY_ROUNDS = 8
+
 /** How often (by the Clock) a running worker looks for deliveries whose worker died holding them. */
 const EXPIRED_LOOK_SECONDS = 5
 
@@ -69,6 +80,8 @@ interface Leased {
   readonly delivery: WebhookDeliveryRecord
   readonly endpoint: WebhookEndpointRecord | undefined
   readonly round: number
+  /** When its lease runs out, in epoch milliseconds by the Clock. */
+  readonly leaseUntil: number
 }
 
 /** A leased delivery and what its attempt came to; none when it was not attempted. */
@@ -404,9 +417,11 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       // Turns a batch of outbox events into deliveries. Those to attempt now are stored leased to this
       // worker and returned with their endpoints, so they are sent without being claimed again.
       const fanOut = (round: number) => transactor.withTransaction(Effect.gen(function*() {
-        const claimed = yield* outbox.claimUnfanned(DISPATCH.fanOutBatch)
-        if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
         const at = yield* now
+        const claimed = yield* outbox.takeUnfanned(DISPATCH.fanOutBatch, at)
+        if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
+        const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
+        const leaseUntilMs = Date.parse(leaseUntil)
         const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
         const queued = new Map<string, number>()
         const leased: Array<Leased> = []
@@ -440,18 +455,21 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               previous_delivery_id: null,
               created_at: at
             }
-            if (state.status === "pending") leased.push({ delivery, endpoint, round })
+            if (state.status === "pending") leased.push({ delivery, endpoint, round, leaseUntil: leaseUntilMs })
             else parked.push(delivery)
           }
         }
         yield* deliveries.insertMany(parked)
-        yield* deliveries.insertMany(leased.map((l) => l.delivery), addSeconds(at, DISPATCH.leaseSeconds))
-        yield* outbox.markFannedOut(claimed.map((c) => c.seq), at)
+        yield* deliveries.insertMany(leased.map((l) => l.delivery), leaseUntil)
         return { events: claimed.length, leased }
       }))
 
       // Reads the endpoints of claimed deliveries as they are now, once per endpoint.
-      const withEndpoints = Effect.fnUntraced(function*(claimed: ReadonlyArray<WebhookDeliveryRecord>, round: number) {
+      const withEndpoints = Effect.fnUntraced(function*(
+        claimed: ReadonlyArray<WebhookDeliveryRecord>,
+        round: number,
+        leaseUntil: string
+      ) {
         const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
         const due: Array<Leased> = []
         for (const delivery of claimed) {
@@ -460,7 +478,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
             configs.set(delivery.webhook_endpoint_id, endpoint)
           }
-          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round })
+          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round, leaseUntil: Date.parse(leaseUntil) })
         }
         return due
       })
@@ -487,20 +505,33 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const stoppedIn = new Map<string, number>()
         let done = 0
         let lastExpiredLook: string | undefined
+        // While a backlog is being fanned out in full batches and claims keep finding nothing, a
+        // running worker skips most claims: new deliveries come leased from the fan-out anyway.
+        let fanningOut = false
+        let claimsFound = true
+        let claimsSkipped = 0
         const feed = Effect.gen(function*() {
           while (running === undefined || !(yield* Deferred.isDone(running.stopping))) {
             const at = yield* now
             const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
-            const claimed = [...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch)]
-            // A dead worker's claims are looked for at the start of a run and then every few seconds:
-            // they wait out a lease of minutes anyway.
-            if (lastExpiredLook === undefined || at >= addSeconds(lastExpiredLook, EXPIRED_LOOK_SECONDS)) {
-              lastExpiredLook = at
-              claimed.push(...yield* deliveries.claimExpired(at, leaseUntil, DISPATCH.attemptBatch))
+            const claimed: Array<WebhookDeliveryRecord> = []
+            if (running === undefined || !fanningOut || claimsFound || claimsSkipped >= CLAIM_AT_LEAST_EVERY_ROUNDS) {
+              claimsSkipped = 0
+              claimed.push(...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch))
+              // A dead worker's claims are looked for at the start of a run and then every few seconds:
+              // they wait out a lease of minutes anyway.
+              if (lastExpiredLook === undefined || at >= addSeconds(lastExpiredLook, EXPIRED_LOOK_SECONDS)) {
+                lastExpiredLook = at
+                claimed.push(...yield* deliveries.claimExpired(at, leaseUntil, DISPATCH.attemptBatch))
+              }
+              claimsFound = claimed.length > 0
+            } else {
+              claimsSkipped += 1
             }
             rounds += 1
-            const due = yield* withEndpoints(claimed, rounds)
+            const due = yield* withEndpoints(claimed, rounds, leaseUntil)
             const fanned = yield* fanOut(rounds)
+            fanningOut = fanned.events === DISPATCH.fanOutBatch
             done += fanned.events
             if (fanned.events === 0 && due.length === 0) {
               if (running === undefined) return
@@ -514,9 +545,14 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           for (;;) {
             const next = yield* Queue.take(work).pipe(Effect.option)
             if (Option.isNone(next)) return
-            const { delivery, endpoint, round } = next.value
+            const { delivery, endpoint, round, leaseUntil } = next.value
             done += 1
-            const outcome = endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round
+            // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
+            // could time out (a slow receiver held the queue up), which would let another worker send
+            // it too. Its lease is freed and it is claimed again.
+            const leaseLeft = (leaseUntil - (yield* Clock.currentTimeMillis)) / 1000
+            const outcome = endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round ||
+                leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
               ? undefined
               : yield* send(endpoint, delivery.envelope)
             yield* Queue.offer(finished, [delivery, outcome])
@@ -600,7 +636,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         }),
         jobs: [
           { name: "webhooks.deliveries", runDue: deliveryRun(undefined), runUntil: (running) => Effect.asVoid(deliveryRun(running)) },
-          { name: "webhooks.re-verification", runDue: checkDue }
+          // Checks are minutes apart: looking every second is plenty.
+          { name: "webhooks.re-verification", runDue: checkDue, pollEveryMs: 1_000 }
         ]
       })
     })

@@ -1,7 +1,15 @@
+import { Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
 import { outboxEvent } from "./Fixtures.ts"
 import type { UseHarness } from "./Harness.ts"
+
+const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one transaction at a time"
+const AT = "2026-11-22T12:00:00.000Z"
+
+/** Takes up to `limit` unfanned events in a transaction, as the fan-out does. */
+const take = (limit: number) => Transactor.use((t) => t.withTransaction(OutboxStore.use((s) => s.takeUnfanned(limit, AT))))
 
 // Outbox rows reference no other table, so each test only needs a tenant id nobody else uses.
 const freshTenantId = (): string => `tenant-${globalThis.crypto.randomUUID()}`
@@ -60,6 +68,53 @@ export const outboxStoreSuite = (h: UseHarness): void => {
         .toEqual([created, createdAgain])
       expect(await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10, type: "tenant.created" }))))
         .toEqual([])
+    })
+
+    describe("takeUnfanned", () => {
+      // Other tests leave unfanned events; each test takes them all first, so what follows is its own.
+      const takeAll = (h2: typeof h) => h2().run(take(1_000_000))
+
+      it("takes events in append order, up to the limit, each once", async () => {
+        await takeAll(h)
+        const tenantId = freshTenantId()
+        const events = Array.from({ length: 5 }, () => outboxEvent(tenantId))
+        await h().run(OutboxStore.use((s) => s.append(events.slice(0, 3))))
+        await h().run(OutboxStore.use((s) => s.append(events.slice(3))))
+
+        const first = await h().run(take(2))
+        expect(first.map((t) => t.event)).toEqual(events.slice(0, 2))
+        expect(first[0]!.seq).toBeLessThan(first[1]!.seq)
+        expect((await h().run(take(10))).map((t) => t.event)).toEqual(events.slice(2))
+        expect(await h().run(take(10))).toEqual([])
+        // Taking marks, nothing more: the event log still shows every event.
+        expect(await h().stored.outboxEvents(tenantId)).toEqual(events)
+      })
+
+      it("leaves the events to take again when the transaction that took them fails", async () => {
+        await takeAll(h)
+        const tenantId = freshTenantId()
+        const events = Array.from({ length: 3 }, () => outboxEvent(tenantId))
+        await h().run(OutboxStore.use((s) => s.append(events)))
+
+        const exit = await h().exit(Transactor.use((t) => t.withTransaction(
+          OutboxStore.use((s) => s.takeUnfanned(10, AT)).pipe(Effect.andThen(Effect.fail("fan-out failed")))
+        )))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect((await h().run(take(10))).map((t) => t.event)).toEqual(events)
+      })
+
+      it("gives two concurrent takers disjoint events (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        await takeAll(h)
+        const tenantId = freshTenantId()
+        const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
+        await h().run(OutboxStore.use((s) => s.append(events)))
+
+        const [a, b] = await h().run(Effect.all([take(40), take(40)], { concurrency: 2 }))
+        const ids = [...a, ...b].map((t) => t.event.id)
+        expect(new Set(ids).size).toBe(60)
+        expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
+      })
     })
 
     it("accepts an empty batch and stores nothing", async () => {

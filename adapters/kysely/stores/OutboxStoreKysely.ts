@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { sql } from "kysely"
 import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
@@ -32,22 +33,19 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
         }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> =>
           rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }))
         )),
-      claimUnfanned: (limit) =>
+      takeUnfanned: (limit, at) =>
         query(connection, (db) => {
-          let q = db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
-            .where("fanned_out_at", "is", null).orderBy("seq").limit(limit)
-          if (connection.dialect === "postgres") q = q.forUpdate().skipLocked()
-          return q.execute()
-        }).pipe(Effect.map((rows) =>
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          return sql<{ seq: number; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }>`
+            UPDATE outbox_events SET fanned_out_at = ${at}
+            WHERE seq IN (SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock})
+            RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
+        }).pipe(Effect.map(({ rows }) =>
           rows.map(({ seq, data, ...event }) => ({
             seq: Number(seq),
             event: { ...event, data: JSON.parse(data) as Record<string, unknown> }
-          }))
-        )),
-      markFannedOut: (seqs, at) =>
-        seqs.length === 0 ? Effect.void : query(connection, (db) =>
-          db.updateTable("outbox_events").set({ fanned_out_at: at }).where("seq", "in", [...seqs]).execute())
-          .pipe(Effect.asVoid)
+          })).sort((a, b) => a.seq - b.seq)
+        ))
     })
   })
 )
