@@ -3,27 +3,23 @@ import { sql } from "kysely"
 import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
+import { rowStatement, runInChunks } from "../RawBatch.ts"
 
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
   OutboxStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    // Events are appended in batches on busy paths: the statement text is kept per batch size.
+    const insert = rowStatement<EventEnvelope>({
+      dialect: connection.dialect,
+      columns: ["id", "tenant_id", "type", "event_id", "created_at", "data"],
+      values: (event) => [event.id, event.tenant_id, event.type, event.event_id, event.created_at, JSON.stringify(event.data)],
+      text: (values) => `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) VALUES ${values}`
+    })
     return OutboxStore.of({
       append: (events) =>
-        events.length === 0 ? Effect.void : query(connection, async (db) => {
-          // Batches keep each statement under the drivers' bound-parameter limits.
-          for (let i = 0; i < events.length; i += 500) {
-            await db.insertInto("outbox_events").values(events.slice(i, i + 500).map((event) => ({
-              id: event.id,
-              tenant_id: event.tenant_id,
-              type: event.type,
-              event_id: event.event_id,
-              created_at: event.created_at,
-              data: JSON.stringify(event.data)
-            }))).execute()
-          }
-        }),
+        events.length === 0 ? Effect.void : query(connection, (db) => runInChunks(db, insert, events)).pipe(Effect.asVoid),
       listByTenant: (tenantId, options) =>
         query(connection, (db) => {
           let q = db.selectFrom("outbox_events").select(["id", "tenant_id", "type", "event_id", "created_at", "data"])

@@ -5,6 +5,8 @@ import type { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
 import { KyselyConnection, query } from "../Connection.ts"
+import type { Dialect } from "../Migrations.ts"
+import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable } from "../Database.ts"
 
 const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => ({
@@ -17,12 +19,6 @@ const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): 
   max_retries: Number(row.max_retries),
   response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
   response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
-})
-
-const toRow = (delivery: WebhookDeliveryRecord, leaseUntil: string | null): WebhookDeliveriesTable => ({
-  ...delivery,
-  envelope: envelopeJson(delivery.envelope),
-  lease_expires_at: leaseUntil
 })
 
 /** The columns of a delivery's machine state, with its key. */
@@ -44,36 +40,119 @@ const STATE_COLUMNS = [
 const byAge = (a: WebhookDeliveryRecord, b: WebhookDeliveryRecord): number =>
   a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.outbox_seq - b.outbox_seq
 
-/** Rows per statement: keeps each under the drivers' bound-parameter limits (SQLite 32,766, PostgreSQL 65,535). */
-const ROWS_PER_STATEMENT = 500
+/** Every column of a stored delivery, in the order the insert lists them. */
+const INSERT_COLUMNS = [
+  "id",
+  "tenant_id",
+  "webhook_endpoint_id",
+  "event_id",
+  "event_type",
+  "envelope",
+  "outbox_seq",
+  "status",
+  "attempt_number",
+  "max_retries",
+  "retry_strategy",
+  "next_retry_at",
+  "completed_at",
+  "response_status_code",
+  "response_time_ms",
+  "error_message",
+  "previous_delivery_id",
+  "lease_expires_at",
+  "created_at"
+] as const
 
-const chunks = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
-  const result: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) result.push(items.slice(i, i + ROWS_PER_STATEMENT))
-  return result
-}
+/** The hot statements, with their SQL text kept per batch size (see `RawBatch`). */
+const statements = (dialect: Dialect) => ({
+  insert: rowStatement<readonly [WebhookDeliveryRecord, string | null]>({
+    dialect,
+    columns: INSERT_COLUMNS,
+    values: ([d, leaseUntil]) => [
+      d.id,
+      d.tenant_id,
+      d.webhook_endpoint_id,
+      d.event_id,
+      d.event_type,
+      envelopeJson(d.envelope),
+      d.outbox_seq,
+      d.status,
+      d.attempt_number,
+      d.max_retries,
+      d.retry_strategy,
+      d.next_retry_at,
+      d.completed_at,
+      d.response_status_code,
+      d.response_time_ms,
+      d.error_message,
+      d.previous_delivery_id,
+      leaseUntil,
+      d.created_at
+    ],
+    text: (values) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) VALUES ${values}`
+  }),
+  // One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
+  save: rowStatement<DeliverySave>({
+    dialect,
+    columns: [...SAVE_COLUMNS, "expected_status", "expected_attempt"],
+    values: ({ state: d, expected }) => [
+      d.id,
+      d.status,
+      d.attempt_number,
+      d.max_retries,
+      d.retry_strategy,
+      d.next_retry_at,
+      d.completed_at,
+      d.response_status_code,
+      d.response_time_ms,
+      d.error_message,
+      expected?.status ?? null,
+      expected?.attempt_number ?? null
+    ],
+    // PostgreSQL types untyped parameters in VALUES as text.
+    cast: { attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer", expected_attempt: "integer" },
+    text: (values) =>
+      `WITH v (${SAVE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (VALUES ${values})
+      UPDATE webhook_deliveries SET ${SAVE_COLUMNS.slice(1).map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
+      FROM v WHERE webhook_deliveries.id = v.id
+        AND (v.expected_status IS NULL
+          OR (webhook_deliveries.status = v.expected_status AND webhook_deliveries.attempt_number = v.expected_attempt))
+      RETURNING webhook_deliveries.id`
+  }),
+  states: rowStatement<string>({
+    dialect,
+    columns: ["id"],
+    values: (id) => [id],
+    text: (values) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id IN (${values})`
+  })
+})
 
-/**
- * One row of the machine's columns for `saveMany`'s VALUES list. Integers are cast because
- * PostgreSQL types untyped parameters in VALUES as text.
- */
-const stateRow = ({ state: d, expected }: DeliverySave) =>
-  sql`(${d.id}, ${d.status}, CAST(${d.attempt_number} AS integer), CAST(${d.max_retries} AS integer), ${d.retry_strategy}, ${d.next_retry_at}, ${d.completed_at}, CAST(${d.response_status_code} AS integer), CAST(${d.response_time_ms} AS integer), ${d.error_message}, ${expected?.status ?? null}, CAST(${expected?.attempt_number ?? null} AS integer))`
+/** The machine's columns `saveMany` writes, after the id. */
+const SAVE_COLUMNS = [
+  "id",
+  "status",
+  "attempt_number",
+  "max_retries",
+  "retry_strategy",
+  "next_retry_at",
+  "completed_at",
+  "response_status_code",
+  "response_time_ms",
+  "error_message"
+] as const
 
 /** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
 export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
   WebhookDeliveryStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    const statement = statements(connection.dialect)
     const forEndpoint = (endpointId: string, statuses: ReadonlyArray<DeliveryStatus>) => (db: typeof connection.db) =>
       db.updateTable("webhook_deliveries").where("webhook_endpoint_id", "=", endpointId).where("status", "in", statuses)
     return WebhookDeliveryStore.of({
       insertMany: (deliveries, leaseUntil) =>
-        deliveries.length === 0 ? Effect.void : query(connection, async (db) => {
-          for (const chunk of chunks(deliveries)) {
-            await db.insertInto("webhook_deliveries").values(chunk.map((d) => toRow(d, leaseUntil ?? null))).execute()
-          }
-        }),
+        deliveries.length === 0 ? Effect.void : query(connection, (db) =>
+          runInChunks(db, statement.insert, deliveries.map((d) => [d, leaseUntil ?? null] as const))).pipe(Effect.asVoid),
       // The two due kinds come from their own partial indexes (written with the same literal terms,
       // so SQLite's planner matches them too), the oldest `limit` of both are leased in one statement.
       // PostgreSQL: concurrent claimers skip each other's rows instead of waiting or doubling up; the
@@ -103,46 +182,27 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
               ORDER BY lease_expires_at LIMIT ${limit}${lock})
             RETURNING *`.execute(db)
         }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
-      // Only the machine's columns change after creation: the envelope is not serialized and rewritten per
-      // attempt. One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.33).
+      // Only the machine's columns change after creation: the envelope is not serialized and rewritten per attempt.
       saveMany: (saves) =>
-        saves.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, async (db) => {
-          const written = new Set<string>()
-          for (const chunk of chunks(saves)) {
-            const { rows } = await sql<{ id: string }>`WITH v (id, status, attempt_number, max_retries, retry_strategy, next_retry_at, completed_at, response_status_code, response_time_ms, error_message, expected_status, expected_attempt)
-              AS (VALUES ${sql.join(chunk.map(stateRow))})
-              UPDATE webhook_deliveries SET status = v.status, attempt_number = v.attempt_number,
-                max_retries = v.max_retries, retry_strategy = v.retry_strategy, next_retry_at = v.next_retry_at,
-                completed_at = v.completed_at, response_status_code = v.response_status_code,
-                response_time_ms = v.response_time_ms, error_message = v.error_message, lease_expires_at = NULL
-              FROM v WHERE webhook_deliveries.id = v.id
-                AND (v.expected_status IS NULL
-                  OR (webhook_deliveries.status = v.expected_status AND webhook_deliveries.attempt_number = v.expected_attempt))
-              RETURNING webhook_deliveries.id`.execute(db)
-            for (const row of rows) written.add(row.id)
-          }
-          return written
-        }),
+        saves.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          runInChunks<DeliverySave, { id: string }>(db, statement.save, saves)).pipe(
+            Effect.map((rows) => new Set(rows.map((row) => row.id)))
+          ),
       getStates: (keys) =>
-        keys.length === 0 ? Effect.succeed([]) : query(connection, async (db) => {
-          const rows = []
-          for (const chunk of chunks(keys)) {
-            rows.push(...await db.selectFrom("webhook_deliveries").select(STATE_COLUMNS)
-              .where("id", "in", chunk.map((k) => k.id)).execute())
-          }
-          return rows
-        }).pipe(Effect.map((rows) => {
-          const tenantOf = new Map(keys.map((k) => [k.id, k.tenant_id]))
-          return rows.filter((row) => tenantOf.get(row.id) === row.tenant_id).map((row): DeliveryStateOf => ({
-            ...row,
-            status: row.status as DeliveryStatus,
-            retry_strategy: row.retry_strategy as RetryStrategy,
-            attempt_number: Number(row.attempt_number),
-            max_retries: Number(row.max_retries),
-            response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
-            response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
-          }))
-        })),
+        keys.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
+          runInChunks<string, Pick<WebhookDeliveriesTable, typeof STATE_COLUMNS[number]>>(db, statement.states, keys.map((k) => k.id)))
+          .pipe(Effect.map((rows) => {
+            const tenantOf = new Map(keys.map((k) => [k.id, k.tenant_id]))
+            return rows.filter((row) => tenantOf.get(row.id) === row.tenant_id).map((row): DeliveryStateOf => ({
+              ...row,
+              status: row.status as DeliveryStatus,
+              retry_strategy: row.retry_strategy as RetryStrategy,
+              attempt_number: Number(row.attempt_number),
+              max_retries: Number(row.max_retries),
+              response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
+              response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
+            }))
+          })),
       get: (tenantId, endpointId, id) =>
         query(connection, (db) =>
           db.selectFrom("webhook_deliveries").selectAll().where("tenant_id", "=", tenantId)
