@@ -66,7 +66,7 @@ interface Outcome {
  */
 const LEASE_MARGIN_SECONDS = 10
 
-/** While fanning out a backlog, a running worker still claims due deliveries at least this often (in feed rounds). */
+/** A running worker whose claims find nothing still claims at least this often, in feed rounds. */
 const CLAIM_AT_LEAST_EVERY_ROUNDS = 8
 
 /** How often (by the Clock) a running worker looks for deliveries whose worker died holding them. */
@@ -505,9 +505,9 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const stoppedIn = new Map<string, number>()
         let done = 0
         let lastExpiredLook: string | undefined
-        // While a backlog is being fanned out in full batches and claims keep finding nothing, a
-        // running worker skips most claims: new deliveries come leased from the fan-out anyway.
-        let fanningOut = false
+        // While claims keep finding nothing, a running worker claims only every few rounds: new
+        // deliveries come leased from the fan-out anyway, and each claim is a round trip that a new
+        // event would otherwise wait behind. Retries and replays wait a few rounds at most.
         let claimsFound = true
         let claimsSkipped = 0
         const feed = Effect.gen(function*() {
@@ -515,7 +515,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             const at = yield* now
             const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
             const claimed: Array<WebhookDeliveryRecord> = []
-            if (running === undefined || !fanningOut || claimsFound || claimsSkipped >= CLAIM_AT_LEAST_EVERY_ROUNDS) {
+            if (running === undefined || claimsFound || claimsSkipped >= CLAIM_AT_LEAST_EVERY_ROUNDS) {
               claimsSkipped = 0
               claimed.push(...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch))
               // A dead worker's claims are looked for at the start of a run and then every few seconds:
@@ -531,7 +531,6 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             rounds += 1
             const due = yield* withEndpoints(claimed, rounds, leaseUntil)
             const fanned = yield* fanOut(rounds)
-            fanningOut = fanned.events === DISPATCH.fanOutBatch
             done += fanned.events
             if (fanned.events === 0 && due.length === 0) {
               if (running === undefined) return
