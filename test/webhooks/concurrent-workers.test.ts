@@ -6,7 +6,7 @@ import { make, type Omnichannel } from "../../src/app/Omnichannel.ts"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
 import type { Notification } from "../../src/ports/Notifier.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
+import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { type Receiver, startReceiver } from "./Receiver.ts"
@@ -24,8 +24,9 @@ describe.skipIf(PG_URL === undefined || !hasOpenssl)("two workers on one Postgre
   let failing: Receiver
   const notifications: Array<Notification> = []
 
+  let certificate: Certificate
   beforeAll(async () => {
-    const certificate = makeCertificate()
+    certificate = makeCertificate()
     outbound = makeGuardedHttp({ allow: ["127.0.0.1/32"], ca: certificate.cert })
     receiver = await startReceiver(certificate)
     failing = await startReceiver(certificate, 500)
@@ -112,4 +113,31 @@ describe.skipIf(PG_URL === undefined || !hasOpenssl)("two workers on one Postgre
     expect([await total("failed"), await total("queued")]).toEqual([20, 10])
     expect(failing.deliveries().length).toBeGreaterThanOrEqual(20)
   })
+
+  it("lets go of a delivery whose lease ran out while it waited behind slow requests, so it is not sent twice", async () => {
+    const slow = await startReceiver(certificate, "hang")
+    try {
+      const { endpointId, as, emit } = await tenantWithEndpoint(slow.url, { retry_strategy: "none", timeout_seconds: 5 })
+      // Four requests hang (the first worker's four senders) and the fifth waits in its queue.
+      const events = await emit(5)
+      const firstDrain = first.app.drainDueWork()
+      for (const deadline = Date.now() + 10_000; slow.requests.length < 4;) {
+        if (Date.now() > deadline) throw new Error("the first four requests never arrived")
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      // The leases pass: the second worker takes all five over and delivers them.
+      first.clock.advance(125_000)
+      slow.answerWith(200)
+      await second.drainDueWork()
+      await firstDrain
+
+      const sent = (id: string) => slow.requests.filter((request) => JSON.parse(request.body).id === id).length
+      // The four hung requests were sent by both workers; the fifth, only by the one that held it.
+      expect(events.slice(0, 4).map((e) => sent(e.id))).toEqual([2, 2, 2, 2])
+      expect(sent(events[4]!.id)).toBe(1)
+      expect((await as("GET", `/webhook-endpoints/${endpointId}/deliveries?status=success&page_size=1`)).body.total).toBe(5)
+    } finally {
+      await slow.close()
+    }
+  }, 30_000)
 })
