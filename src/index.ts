@@ -2,7 +2,7 @@
  * omnichannel-core: the domain of a multi-tenant omnichannel messaging service.
  * One namespace per area; `make` starts the library over your storage and returns the HTTP handler.
  */
-export { make, type Omnichannel, type OmnichannelOptions, routes, servicesLayer, type Services, type StoragePorts, VERSION } from "./app/Omnichannel.ts"
+export { make, type Omnichannel, type OmnichannelOptions, routes, servicesLayer, type Services, type StoragePorts, VERSION, type WorkerOptions, type Workers } from "./app/Omnichannel.ts"
 export type { ApiHandler, ApiHandlerOptions } from "./http/ApiHandler.ts"
 export * as ApiErrors from "./kernel/ApiError.ts"
 export * as Events from "./kernel/EventEnvelope.ts"
@@ -15,6 +15,7 @@ export * as Channels from "./channels/index.ts"
 export * as ConnectTokens from "./connect-tokens/index.ts"
 export * as Webhooks from "./webhooks/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
+export type { BackgroundJob, Running } from "./kernel/BackgroundWork.ts"
 export type { Bootstrapped, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"
 export type { ConnectTokenEvent, ConnectTokenIntent, ConnectTokenState, ConnectTokenStatus } from "./connect-tokens/ConnectTokenMachine.ts"
 /** The ports, flat: what a storage adapter implements. */

@@ -63,10 +63,51 @@ describe("the built package, imported by name", () => {
     expect(result.body).toMatchObject({ name: "From dist", tenant_id: result.tenant })
   })
 
+  it("runs background workers from an application's own script, and stops them", async () => {
+    // No outbound client is configured, so the attempt fails closed and is recorded for a retry:
+    // proof that a worker fanned the event out, attempted it and recorded the outcome.
+    writeFileSync(join(app, "workers.mjs"), `
+      import { Effect } from "effect"
+      import { Auth, make } from "omnichannel-core"
+      import { layer, migrate, openSqlite } from "omnichannel-core/kysely"
+      const db = openSqlite(":memory:")
+      await migrate(db, "sqlite")
+      const core = await make({ storage: layer(db, "sqlite") })
+      const boot = await core.run(Effect.flatMap(Auth.Operator, (operator) => operator.bootstrap({})))
+      const call = async (method, path, body) => {
+        const response = await core.handler(new Request("http://app.local/api/v1" + path, {
+          method,
+          headers: { authorization: "Bearer " + boot.api_key, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body)
+        }))
+        return response.json()
+      }
+      const endpoint = await call("POST", "/webhook-endpoints", { name: "R", url: "https://receiver.example/hook", subscribed_events: ["contact.created"] })
+      const workers = core.startWorkers({ idleMs: 5 })
+      await call("POST", "/contacts", { name: "Ada" })
+      let page
+      for (let i = 0; i < 500; i++) {
+        page = await call("GET", "/webhook-endpoints/" + endpoint.webhook_id + "/deliveries")
+        if (page.total > 0 && page.items[0].status !== "pending") break
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      await workers.stop()
+      console.log(JSON.stringify(page.items[0]))
+      await core.dispose()
+      await db.destroy()
+    `)
+    const { stdout } = await run(process.execPath, ["workers.mjs"], { cwd: app })
+    expect(JSON.parse(stdout)).toMatchObject({
+      status: "retrying",
+      attempt_number: 1,
+      error_message: expect.stringContaining("no outbound HTTP client")
+    })
+  }, 60_000)
+
   it("type-checks an application against the published declarations", async () => {
     writeFileSync(join(app, "app.ts"), `
       import { Effect } from "effect"
-      import { Auth, make, type Omnichannel, StorageError } from "omnichannel-core"
+      import { Auth, make, type Omnichannel, StorageError, type Workers } from "omnichannel-core"
       import { layer, openSqlite } from "omnichannel-core/kysely"
       import { serve } from "omnichannel-core/node"
       export const start = async (): Promise<Omnichannel> => {
@@ -74,6 +115,8 @@ describe("the built package, imported by name", () => {
         const key: string = await core.run(Effect.map(Effect.flatMap(Auth.Operator, (o) => o.bootstrap({})), (b) => b.api_key))
         void key
         void serve(core.handler, { port: 0, host: "127.0.0.1" })
+        const workers: Workers = core.startWorkers({ count: 2, idleMs: 20, onError: (job: string, error: unknown) => console.error(job, error) })
+        void workers.stop()
         return core
       }
       export const isStorageError = (u: unknown): boolean => u instanceof StorageError
