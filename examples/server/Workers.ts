@@ -1,13 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises"
-
-/** Background workers polling for due work; `stop` waits for the current round to finish. */
-export interface Workers {
-  readonly stop: () => Promise<void>
-}
+import type { Workers } from "omnichannel-core"
 
 /**
- * Starts `count` loops that each run due work and, when none was found, wait `idleMs` (real
- * time: the test clock moves "now", not the poll interval) before looking again.
+ * For the manual test clock: starts `count` loops that each run due work and, when none was found,
+ * wait `idleMs` (real time: the test clock moves "now", not the poll interval) before looking
+ * again. `stop` waits for the current round to finish.
  */
 export const startWorkers = (
   count: number,

@@ -11,7 +11,7 @@ import { OutboxStore } from "../ports/OutboxStore.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
+import { type DeliveryKey, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import * as DeliveryMachine from "./DeliveryMachine.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
@@ -296,8 +296,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       }
 
       /** A save that only lands if the row is still in the state the transition started from. */
-      const saveOf = (delivery: WebhookDeliveryRecord, from: DeliveryMachine.DeliveryState, state: DeliveryMachine.DeliveryState) => ({
-        state: { ...state, id: delivery.id, tenant_id: delivery.tenant_id },
+      const saveOf = (key: DeliveryKey, from: DeliveryMachine.DeliveryState, state: DeliveryMachine.DeliveryState) => ({
+        state: { ...state, id: key.id, tenant_id: key.tenant_id },
         expected: { status: from.status, attempt_number: from.attempt_number }
       })
 
@@ -314,13 +314,14 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         transactor.withTransaction(Effect.gen(function*() {
           const locked = yield* endpoints.getForUpdate(tenantId, endpointId)
           const at = yield* now
+          type Row = { readonly from: DeliveryMachine.DeliveryState; readonly state: DeliveryMachine.DeliveryState }
           const read = (from: number) =>
             Effect.map(
               deliveries.getStates(results.slice(from).map(([delivery]) => delivery)),
-              (rows) => new Map(rows.map((row) => [row.id, { from: row as DeliveryMachine.DeliveryState, state: row as DeliveryMachine.DeliveryState }]))
+              (rows) => new Map<string, Row>(rows.map((row) => [row.id, { from: row, state: row }]))
             )
-          const save = (rows: Map<string, { from: DeliveryMachine.DeliveryState; state: DeliveryMachine.DeliveryState }>) =>
-            deliveries.saveMany([...rows].map(([id, { from, state }]) => saveOf({ id, tenant_id: tenantId } as WebhookDeliveryRecord, from, state)))
+          const save = (rows: Map<string, Row>) =>
+            deliveries.saveMany([...rows].map(([id, { from, state }]) => saveOf({ id, tenant_id: tenantId }, from, state)))
           let current = yield* read(0)
           let endpoint = Option.getOrUndefined(locked)
           const before = endpoint
@@ -368,7 +369,11 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             else group.push(result)
           }
           const careful = new Map<string, Array<Attempted>>()
-          const fast: Array<{ readonly delivery: WebhookDeliveryRecord; readonly state: DeliveryMachine.DeliveryState }> = []
+          const fast: Array<{
+            readonly delivery: WebhookDeliveryRecord
+            readonly outcome: Outcome | undefined
+            readonly state: DeliveryMachine.DeliveryState
+          }> = []
           const stopped: Array<string> = []
           for (const [endpointId, group] of byEndpoint) {
             const seen = yield* endpoints.get(group[0]![0].tenant_id, endpointId)
@@ -379,7 +384,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             }
             let endpoint = seen.value
             let quiet = true
-            const transitions = group.map(([delivery, outcome]) => ({ delivery, ...transitionOf(delivery, outcome, at) }))
+            const transitions = group.map(([delivery, outcome]) => ({ delivery, outcome, ...transitionOf(delivery, outcome, at) }))
             for (const { intents } of transitions) {
               const health = healthOf(intents)
               if (health === undefined) continue
@@ -395,11 +400,10 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             }
           }
           const written = yield* deliveries.saveMany(fast.map(({ delivery, state }) => saveOf(delivery, delivery, state)))
-          const outcomes = new Map(results.map(([delivery, outcome]) => [delivery.id, outcome]))
-          for (const { delivery } of fast) {
+          for (const { delivery, outcome } of fast) {
             if (written.has(delivery.id)) continue
             const group = careful.get(delivery.webhook_endpoint_id) ?? []
-            group.push([delivery, outcomes.get(delivery.id)])
+            group.push([delivery, outcome])
             careful.set(delivery.webhook_endpoint_id, group)
           }
           const mail: Array<Omit<Notification, "to">> = []
@@ -468,7 +472,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       const withEndpoints = Effect.fnUntraced(function*(
         claimed: ReadonlyArray<WebhookDeliveryRecord>,
         round: number,
-        leaseUntil: string
+        leaseUntil: number
       ) {
         const configs = new Map<string, Option.Option<WebhookEndpointRecord>>()
         const due: Array<Leased> = []
@@ -478,7 +482,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
             configs.set(delivery.webhook_endpoint_id, endpoint)
           }
-          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round, leaseUntil: Date.parse(leaseUntil) })
+          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round, leaseUntil })
         }
         return due
       })
@@ -529,7 +533,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               claimsSkipped += 1
             }
             rounds += 1
-            const due = yield* withEndpoints(claimed, rounds, leaseUntil)
+            const due = yield* withEndpoints(claimed, rounds, Date.parse(leaseUntil))
             const fanned = yield* fanOut(rounds)
             done += fanned.events
             if (fanned.events === 0 && due.length === 0) {
@@ -574,6 +578,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         return done
       })
 
+      const deliverDue = deliveryRun(undefined)
+
       const check = (endpoint: WebhookEndpointRecord, reason: "manual" | "re-verification") =>
         Effect.gen(function*() {
           const outcome = yield* verification(endpoint, reason)
@@ -598,7 +604,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       })
 
       return WebhookDispatcher.of({
-        deliverDue: deliveryRun(undefined),
+        deliverDue,
         checkDue,
         verify: Effect.fn("WebhookDispatcher.verify")(function*(tenantId, endpointId) {
           const endpoint = yield* endpoints.get(tenantId, endpointId)
@@ -634,7 +640,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           }))
         }),
         jobs: [
-          { name: "webhooks.deliveries", runDue: deliveryRun(undefined), runUntil: (running) => Effect.asVoid(deliveryRun(running)) },
+          { name: "webhooks.deliveries", runDue: deliverDue, runUntil: (running) => Effect.asVoid(deliveryRun(running)) },
           // Checks are minutes apart: looking every second is plenty.
           { name: "webhooks.re-verification", runDue: checkDue, pollEveryMs: 1_000 }
         ]

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalServer, makeCertificate, startServer } from "../outbound/LocalServers.ts"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { eventually } from "../support/Poll.ts"
 
 // Several real host processes on one PostgreSQL database, on the real clock, sharing the webhook
 // work (OMNI_WORKERS=2 each) toward one HTTPS receiver. Delivery is at-least-once: a host killed
@@ -26,16 +27,6 @@ const pool = async <A, B>(items: ReadonlyArray<A>, limit: number, task: (item: A
     }
   }))
   return results
-}
-
-/** Polls `done` every `every` ms for at most `ms`; resolves with whether it became true. */
-const eventually = async (ms: number, done: () => boolean | Promise<boolean>, every = 100) => {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    if (await done()) return true
-    await sleep(every)
-  }
-  return done()
 }
 
 /**

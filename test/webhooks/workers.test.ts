@@ -1,17 +1,10 @@
+import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { Workers } from "../../src/app/Omnichannel.ts"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
-import { Effect } from "effect"
 import { hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
+import { waitUntil } from "../support/Poll.ts"
 import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
-
-/** Polls `check` every 10 ms until it holds, failing after `ms`. */
-const eventually = async (what: string, check: () => boolean | Promise<boolean>, ms = 15_000) => {
-  for (const deadline = Date.now() + ms; !(await check());) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 // `startWorkers`: the delivery pipeline running without drains, as hosts run it.
 describe.skipIf(!hasOpenssl)("background workers", () => {
@@ -44,10 +37,10 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
     const contacts = []
     for (let i = 0; i < 25; i++) contacts.push(await tenant.createContact(`Contact ${i}`))
 
-    await eventually("25 deliveries arrived", () => receiver.deliveries().length >= 25)
+    await waitUntil("25 deliveries arrived", () => receiver.deliveries().length >= 25)
     expect(receiver.deliveries().map((event) => (event.data as { contact: { id: string } }).contact.id).sort())
       .toEqual([...contacts].sort())
-    await eventually("25 deliveries are recorded", async () => (await tenant.deliveries(id, "status=success")).total === 25)
+    await waitUntil("25 deliveries are recorded", async () => (await tenant.deliveries(id, "status=success")).total === 25)
   })
 
   it("replays a suspended endpoint's backlog after a verify while it runs", async () => {
@@ -59,16 +52,16 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
       makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: { n } }))))
     // Twenty first attempts fail (their retries are not due while the test clock stands still)…
     await tenant.emit(events.slice(0, 20))
-    await eventually("the endpoint is suspended", async () => (await tenant.endpoint(id)).status === "suspended")
+    await waitUntil("the endpoint is suspended", async () => (await tenant.endpoint(id)).status === "suspended")
     // …then thirty more queue behind the suspension.
     await tenant.emit(events.slice(20))
-    await eventually("50 deliveries are queued", async () => (await tenant.deliveries(id, "status=queued")).total === 50)
+    await waitUntil("50 deliveries are queued", async () => (await tenant.deliveries(id, "status=queued")).total === 50)
     expect(receiver.deliveries().length).toBe(20)
 
     receiver.answerWith(200)
     expect((await tenant.as("POST", `/webhook-endpoints/${id}/verify`)).status).toBe(200)
-    await eventually("the backlog is replayed", () => new Set(receiver.deliveries().slice(20).map((e) => e.id)).size === 50)
-    await eventually("all 50 are recorded as successes", async () => (await tenant.deliveries(id, "status=success")).total === 50)
+    await waitUntil("the backlog is replayed", () => new Set(receiver.deliveries().slice(20).map((e) => e.id)).size === 50)
+    await waitUntil("all 50 are recorded as successes", async () => (await tenant.deliveries(id, "status=success")).total === 50)
     expect((await tenant.endpoint(id)).status).toBe("active")
   })
 
@@ -80,7 +73,7 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
       makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: { n } }))))
     await tenant.emit(events)
     const running = start()
-    await eventually("the first deliveries arrived", () => receiver.deliveries().length > 0)
+    await waitUntil("the first deliveries arrived", () => receiver.deliveries().length > 0)
     await running.stop()
     workers = undefined
 
@@ -88,8 +81,8 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
     const sent = receiver.deliveries().length
     expect((await tenant.deliveries(id, "status=success")).total).toBe(sent)
     start()
-    await eventually("all 2,000 arrived", () => receiver.deliveries().length >= 2_000)
-    await eventually("all 2,000 are recorded", async () => (await tenant.deliveries(id, "status=success")).total === 2_000)
+    await waitUntil("all 2,000 arrived", () => receiver.deliveries().length >= 2_000)
+    await waitUntil("all 2,000 are recorded", async () => (await tenant.deliveries(id, "status=success")).total === 2_000)
     const ids = receiver.deliveries().map((event) => event.id)
     expect(new Set(ids).size).toBe(ids.length)
     expect(new Set(ids)).toEqual(new Set(events.map((event) => event.id)))

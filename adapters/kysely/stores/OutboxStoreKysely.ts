@@ -5,6 +5,12 @@ import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 
+/** An outbox row as the event it stores. */
+const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data: string }): EventEnvelope => ({
+  ...row,
+  data: JSON.parse(data) as Record<string, unknown>
+})
+
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
   OutboxStore,
@@ -26,9 +32,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
             .where("tenant_id", "=", tenantId)
           if (options.type !== undefined) q = q.where("type", "=", options.type)
           return q.orderBy("seq").limit(options.limit).offset(options.offset ?? 0).execute()
-        }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> =>
-          rows.map((row) => ({ ...row, data: JSON.parse(row.data) as Record<string, unknown> }))
-        )),
+        }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> => rows.map(toEvent))),
       takeUnfanned: (limit, at) =>
         query(connection, (db) => {
           const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
@@ -37,10 +41,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
             WHERE seq IN (SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock})
             RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
-          rows.map(({ seq, data, ...event }) => ({
-            seq: Number(seq),
-            event: { ...event, data: JSON.parse(data) as Record<string, unknown> }
-          })).sort((a, b) => a.seq - b.seq)
+          rows.map(({ seq, ...row }) => ({ seq: Number(seq), event: toEvent(row) })).sort((a, b) => a.seq - b.seq)
         ))
     })
   })

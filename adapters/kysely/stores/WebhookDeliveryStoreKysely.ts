@@ -9,22 +9,8 @@ import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable } from "../Database.ts"
 
-const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => ({
-  ...row,
-  envelope: JSON.parse(row.envelope) as EventEnvelope,
-  outbox_seq: Number(row.outbox_seq),
-  status: row.status as DeliveryStatus,
-  retry_strategy: row.retry_strategy as RetryStrategy,
-  attempt_number: Number(row.attempt_number),
-  max_retries: Number(row.max_retries),
-  response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
-  response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
-})
-
-/** The columns of a delivery's machine state, with its key. */
-const STATE_COLUMNS = [
-  "id",
-  "tenant_id",
+/** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
+const MACHINE_COLUMNS = [
   "status",
   "attempt_number",
   "max_retries",
@@ -35,6 +21,26 @@ const STATE_COLUMNS = [
   "response_time_ms",
   "error_message"
 ] as const
+
+/** The machine's columns with the key they belong to, as `getStates` reads them. */
+const STATE_COLUMNS = ["id", "tenant_id", ...MACHINE_COLUMNS] as const
+
+/** The machine's columns as stored, typed: the drivers may hand integers back as strings or bigints. */
+const stateFromRow = <R extends Pick<WebhookDeliveriesTable, typeof MACHINE_COLUMNS[number]>>(row: R) => ({
+  ...row,
+  status: row.status as DeliveryStatus,
+  retry_strategy: row.retry_strategy as RetryStrategy,
+  attempt_number: Number(row.attempt_number),
+  max_retries: Number(row.max_retries),
+  response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
+  response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
+})
+
+const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => ({
+  ...stateFromRow(row),
+  envelope: JSON.parse(row.envelope) as EventEnvelope,
+  outbox_seq: Number(row.outbox_seq)
+})
 
 /** Oldest first: by created_at, then by place in the outbox. */
 const byAge = (a: WebhookDeliveryRecord, b: WebhookDeliveryRecord): number =>
@@ -68,52 +74,27 @@ const statements = (dialect: Dialect) => ({
   insert: rowStatement<readonly [WebhookDeliveryRecord, string | null]>({
     dialect,
     columns: INSERT_COLUMNS,
-    values: ([d, leaseUntil]) => [
-      d.id,
-      d.tenant_id,
-      d.webhook_endpoint_id,
-      d.event_id,
-      d.event_type,
-      envelopeJson(d.envelope),
-      d.outbox_seq,
-      d.status,
-      d.attempt_number,
-      d.max_retries,
-      d.retry_strategy,
-      d.next_retry_at,
-      d.completed_at,
-      d.response_status_code,
-      d.response_time_ms,
-      d.error_message,
-      d.previous_delivery_id,
-      leaseUntil,
-      d.created_at
-    ],
+    values: ([d, leaseUntil]) =>
+      INSERT_COLUMNS.map((column) =>
+        column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
+      ),
     text: (values) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) VALUES ${values}`
   }),
   // One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
   save: rowStatement<DeliverySave>({
     dialect,
-    columns: [...SAVE_COLUMNS, "expected_status", "expected_attempt"],
-    values: ({ state: d, expected }) => [
-      d.id,
-      d.status,
-      d.attempt_number,
-      d.max_retries,
-      d.retry_strategy,
-      d.next_retry_at,
-      d.completed_at,
-      d.response_status_code,
-      d.response_time_ms,
-      d.error_message,
+    columns: ["id", ...MACHINE_COLUMNS, "expected_status", "expected_attempt"],
+    values: ({ state, expected }) => [
+      state.id,
+      ...MACHINE_COLUMNS.map((column) => state[column]),
       expected?.status ?? null,
       expected?.attempt_number ?? null
     ],
     // PostgreSQL types untyped parameters in VALUES as text.
     cast: { attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer", expected_attempt: "integer" },
     text: (values) =>
-      `WITH v (${SAVE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (VALUES ${values})
-      UPDATE webhook_deliveries SET ${SAVE_COLUMNS.slice(1).map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
+      `WITH v (id, ${MACHINE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (VALUES ${values})
+      UPDATE webhook_deliveries SET ${MACHINE_COLUMNS.map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
       FROM v WHERE webhook_deliveries.id = v.id
         AND (v.expected_status IS NULL
           OR (webhook_deliveries.status = v.expected_status AND webhook_deliveries.attempt_number = v.expected_attempt))
@@ -126,20 +107,6 @@ const statements = (dialect: Dialect) => ({
     text: (values) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id IN (${values})`
   })
 })
-
-/** The machine's columns `saveMany` writes, after the id. */
-const SAVE_COLUMNS = [
-  "id",
-  "status",
-  "attempt_number",
-  "max_retries",
-  "retry_strategy",
-  "next_retry_at",
-  "completed_at",
-  "response_status_code",
-  "response_time_ms",
-  "error_message"
-] as const
 
 /** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
 export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
@@ -193,15 +160,7 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
           runInChunks<string, Pick<WebhookDeliveriesTable, typeof STATE_COLUMNS[number]>>(db, statement.states, keys.map((k) => k.id)))
           .pipe(Effect.map((rows) => {
             const tenantOf = new Map(keys.map((k) => [k.id, k.tenant_id]))
-            return rows.filter((row) => tenantOf.get(row.id) === row.tenant_id).map((row): DeliveryStateOf => ({
-              ...row,
-              status: row.status as DeliveryStatus,
-              retry_strategy: row.retry_strategy as RetryStrategy,
-              attempt_number: Number(row.attempt_number),
-              max_retries: Number(row.max_retries),
-              response_status_code: row.response_status_code === null ? null : Number(row.response_status_code),
-              response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
-            }))
+            return rows.filter((row) => tenantOf.get(row.id) === row.tenant_id).map((row): DeliveryStateOf => stateFromRow(row))
           })),
       get: (tenantId, endpointId, id) =>
         query(connection, (db) =>
