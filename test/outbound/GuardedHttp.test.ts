@@ -283,17 +283,23 @@ describe("the guarded outbound client's exchange", () => {
 
   it("sends again on a fresh connection when a kept-alive one turns out closed by the server", async () => {
     const served = new WeakMap<Socket, number>()
+    let dropped = 0
     const receiver = await server((req, res) => {
       const count = (served.get(req.socket) ?? 0) + 1
       served.set(req.socket, count)
-      // The server dropped this idle connection just as the client reused it.
-      if (count > 1) req.socket.destroy()
-      else res.end("ok")
+      // The server drops every connection as it is reused, as if it had closed it while idle.
+      if (count > 1) {
+        dropped += 1
+        req.socket.destroy()
+      } else res.end("ok")
     })
     const http = client({ allow: ["127.0.0.1/32"] })
-    expect((await send(http, get(`${receiver.origin}/first`))).status).toBe(200)
-    expect((await send(http, get(`${receiver.origin}/second`))).status).toBe(200)
-    expect(receiver.connections()).toBe(2)
+    for (const method of ["GET", "POST", "GET", "POST"] as const) {
+      const request = get(`${receiver.origin}/${method}`, { method, ...(method === "POST" ? { body: "{}" } : {}) })
+      expect((await send(http, request)).status).toBe(200)
+    }
+    // Some requests met a dropped kept-alive connection, and each was still answered.
+    expect(dropped).toBeGreaterThan(0)
   })
 
   it("reuses a few keep-alive connections for 50 sequential requests", async () => {
