@@ -3,59 +3,75 @@ import type { Db } from "./Database.ts"
 import type { Dialect } from "./Migrations.ts"
 
 /**
- * Multi-row statements for the webhook engine's hot paths, as SQL text built once per shape and
- * run as a compiled query. Kysely's builder makes a node per value, and for a batch of hundreds of
- * rows building and compiling cost more than the database's work; these statements are fixed, so
- * their text is kept by shape. Every value is still a bound parameter.
+ * Multi-row statements for the webhook engine's hot paths, as fixed SQL text run as a compiled
+ * query. Kysely's builder makes a node per value, and for a batch of hundreds of rows building and
+ * compiling cost more than the database's work. Every value is still a bound parameter.
+ *
+ * - PostgreSQL: one text whatever the batch size, the rows coming as one array parameter per
+ *   column through `unnest`. PostgreSQL then parses and plans a short statement and binds a few
+ *   parameters, instead of a VALUES list of thousands.
+ * - SQLite: a VALUES list per batch size. better-sqlite3 keeps statements prepared (a bounded
+ *   cache), and preparing one of hundreds of rows costs more than running it, so batches go in
+ *   power-of-two chunks: a dozen texts in all, each prepared once.
  */
 export interface RowStatement<Row> {
   /** Runs the statement for `rows` (at most `maxRows` at a time) and returns what it returned. */
   readonly run: <Out = unknown>(db: Db, rows: ReadonlyArray<Row>) => Promise<ReadonlyArray<Out>>
   readonly maxRows: number
+  /** How many of `remaining` rows the next run takes. */
+  readonly chunk: (remaining: number) => number
 }
 
 /**
- * A statement over a VALUES list of `columns.length` parameters per row: `text(values)` wraps the
- * list (e.g. `INSERT INTO t (a, b) VALUES ${values}`); `cast` wraps one placeholder of a column
- * (PostgreSQL types untyped parameters in VALUES as text, so integers need a CAST).
+ * A statement over rows of `columns.length` values: `text(rows)` places `rows`, a query yielding
+ * them in column order (`VALUES …` or `SELECT * FROM unnest(…)`), e.g.
+ * `INSERT INTO t (a, b) ${rows}` or `… WHERE id IN (${rows})`. `types` gives PostgreSQL's type of a
+ * column (default `text`).
  */
 export const rowStatement = <Row>(options: {
   readonly dialect: Dialect
   readonly columns: ReadonlyArray<string>
   readonly values: (row: Row) => ReadonlyArray<unknown>
-  readonly text: (values: string) => string
-  readonly cast?: Readonly<Record<string, string>>
+  readonly text: (rows: string) => string
+  readonly types?: Readonly<Record<string, "integer" | "bigint">>
   readonly maxRows?: number
 }): RowStatement<Row> => {
+  const maxRows = options.maxRows ?? 500
+  const width = options.columns.length
+  if (options.dialect === "postgres") {
+    const text = options.text(
+      `SELECT * FROM unnest(${options.columns.map((column, i) => `$${i + 1}::${options.types?.[column] ?? "text"}[]`).join(", ")})`
+    )
+    return {
+      maxRows,
+      chunk: (remaining) => Math.min(remaining, maxRows),
+      run: async <Out>(db: Db, rows: ReadonlyArray<Row>) => {
+        const arrays: Array<Array<unknown>> = Array.from({ length: width }, () => new Array(rows.length))
+        for (let r = 0; r < rows.length; r++) {
+          const values = options.values(rows[r]!)
+          for (let c = 0; c < width; c++) arrays[c]![r] = values[c]
+        }
+        return (await db.executeQuery<Out>(CompiledQuery.raw(text, arrays))).rows
+      }
+    }
+  }
   const texts = new Map<number, string>()
+  const tuple = `(${options.columns.map(() => "?").join(", ")})`
   const textFor = (rows: number): string => {
     let text = texts.get(rows)
     if (text === undefined) {
-      const tuples: Array<string> = []
-      let n = 0
-      for (let r = 0; r < rows; r++) {
-        const slots = options.columns.map((column) => {
-          n += 1
-          const slot = options.dialect === "postgres" ? `$${n}` : "?"
-          const type = options.cast?.[column]
-          return type === undefined ? slot : `CAST(${slot} AS ${type})`
-        })
-        tuples.push(`(${slots.join(", ")})`)
-      }
-      text = options.text(tuples.join(", "))
-      // Batches come in a few sizes (full ones and the odd remainder); keep a bounded number.
-      if (texts.size >= 64) texts.delete(texts.keys().next().value!)
+      text = options.text(`VALUES ${Array.from({ length: rows }, () => tuple).join(", ")}`)
       texts.set(rows, text)
     }
     return text
   }
   return {
-    maxRows: options.maxRows ?? 500,
+    maxRows,
+    chunk: (remaining) => 2 ** Math.floor(Math.log2(Math.min(remaining, maxRows))),
     run: async <Out>(db: Db, rows: ReadonlyArray<Row>) => {
       const parameters: Array<unknown> = []
       for (const row of rows) for (const value of options.values(row)) parameters.push(value)
-      const result = await db.executeQuery<Out>(CompiledQuery.raw(textFor(rows.length), parameters))
-      return result.rows
+      return (await db.executeQuery<Out>(CompiledQuery.raw(textFor(rows.length), parameters))).rows
     }
   }
 }
@@ -67,8 +83,10 @@ export const runInChunks = async <Row, Out = unknown>(
   rows: ReadonlyArray<Row>
 ): Promise<Array<Out>> => {
   const out: Array<Out> = []
-  for (let i = 0; i < rows.length; i += statement.maxRows) {
-    out.push(...await statement.run<Out>(db, rows.slice(i, i + statement.maxRows)))
+  for (let i = 0; i < rows.length;) {
+    const size = statement.chunk(rows.length - i)
+    out.push(...await statement.run<Out>(db, rows.slice(i, i + size)))
+    i += size
   }
   return out
 }

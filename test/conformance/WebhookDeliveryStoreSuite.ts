@@ -95,7 +95,8 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         completed_at: at("11:59:59.999"),
         response_status_code: 503,
         response_time_ms: 60_000,
-        error_message: "HTTP 503: \"busy\"\nretry later",
+        // What array literals and VALUES lists must carry through: quotes, backslashes, braces, commas, a bare NULL.
+        error_message: "HTTP 503: \"busy\"\nretry later {a,b} \\ NULL",
         created_at: at("11:00:00.001")
       })
       await insert(h, [original, retried])
@@ -279,7 +280,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         completed_at: n % 3 === 1 ? null : at("12:00:01.000"),
         response_status_code: n % 3 === 0 ? 204 : n % 3 === 1 ? null : 503,
         response_time_ms: n,
-        error_message: n % 3 === 0 ? null : `failure ${n}: "quoted" 山田 🚀`
+        error_message: n % 3 === 0 ? null : n % 7 === 0 ? "NULL" : `failure ${n}: "quoted" {a,b} \\ 山田 🚀`
       })
 
       it("saves a batch larger than one statement holds, every row's state exactly, and frees the leases", async () => {

@@ -16,12 +16,12 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
   OutboxStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
-    // Events are appended in batches on busy paths: the statement text is kept per batch size.
+    // Events are appended in batches on busy paths: fixed SQL text (see `RawBatch`).
     const insert = rowStatement<EventEnvelope>({
       dialect: connection.dialect,
       columns: ["id", "tenant_id", "type", "event_id", "created_at", "data"],
       values: (event) => [event.id, event.tenant_id, event.type, event.event_id, event.created_at, JSON.stringify(event.data)],
-      text: (values) => `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) VALUES ${values}`
+      text: (rows) => `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) ${rows}`
     })
     return OutboxStore.of({
       append: (events) =>

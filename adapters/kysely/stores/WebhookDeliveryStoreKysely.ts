@@ -69,7 +69,7 @@ const INSERT_COLUMNS = [
   "created_at"
 ] as const
 
-/** The hot statements, with their SQL text kept per batch size (see `RawBatch`). */
+/** The hot statements, as fixed SQL text (see `RawBatch`). */
 const statements = (dialect: Dialect) => ({
   insert: rowStatement<readonly [WebhookDeliveryRecord, string | null]>({
     dialect,
@@ -78,9 +78,10 @@ const statements = (dialect: Dialect) => ({
       INSERT_COLUMNS.map((column) =>
         column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
       ),
-    text: (values) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) VALUES ${values}`
+    types: { outbox_seq: "bigint", attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer" },
+    text: (rows) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) ${rows}`
   }),
-  // One UPDATE … FROM (VALUES …) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
+  // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
   save: rowStatement<DeliverySave>({
     dialect,
     columns: ["id", ...MACHINE_COLUMNS, "expected_status", "expected_attempt"],
@@ -90,10 +91,9 @@ const statements = (dialect: Dialect) => ({
       expected?.status ?? null,
       expected?.attempt_number ?? null
     ],
-    // PostgreSQL types untyped parameters in VALUES as text.
-    cast: { attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer", expected_attempt: "integer" },
-    text: (values) =>
-      `WITH v (id, ${MACHINE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (VALUES ${values})
+    types: { attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer", expected_attempt: "integer" },
+    text: (rows) =>
+      `WITH v (id, ${MACHINE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (${rows})
       UPDATE webhook_deliveries SET ${MACHINE_COLUMNS.map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
       FROM v WHERE webhook_deliveries.id = v.id
         AND (v.expected_status IS NULL
@@ -104,7 +104,7 @@ const statements = (dialect: Dialect) => ({
     dialect,
     columns: ["id"],
     values: (id) => [id],
-    text: (values) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id IN (${values})`
+    text: (rows) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id IN (${rows})`
   })
 })
 
