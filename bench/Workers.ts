@@ -1,3 +1,4 @@
+import type { PostClient } from "./BarePost.ts"
 import { forkChild } from "./ChildProcess.ts"
 
 /** What a worker process is asked; each carries the `id` its reply echoes. */
@@ -10,6 +11,8 @@ export type WorkerRequest = { readonly id: number } & (
     readonly databaseUrl: string
     readonly ca: string
     readonly receiverUrl: string
+    /** What the `post` task posts with. */
+    readonly client: PostClient
     readonly concurrency: number
     /** Local queue and batched completion on (graphile-worker's fastest mode) or its defaults. */
     readonly batched: boolean

@@ -1,6 +1,7 @@
 /**
- * Keep-alive HTTPS POSTs per second to a local receiver: the guarded outbound client against a bare
- * `https.request` loop with the same pool size, in the same process.
+ * Keep-alive HTTPS POSTs per second to a local receiver: the guarded outbound client against bare
+ * loops with the same pool size in the same process, one with `https.request` and one with undici's
+ * pool, the client the guarded one is built on (so their ratio is the guard's own cost).
  *
  *   npx tsx bench/outbound.ts [requests=5000] [concurrency=64]
  */
@@ -9,6 +10,7 @@ import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
 import * as tls from "node:tls"
 import { Effect } from "effect"
+import { Pool } from "undici"
 import { makeGuardedHttp } from "../adapters/http/GuardedHttp.ts"
 import { makeCertificate } from "../test/outbound/LocalServers.ts"
 
@@ -62,27 +64,51 @@ const runBare = async (count: number) => {
   await Promise.all(Array.from({ length: concurrency }, worker))
 }
 
+const undiciPool = new Pool(`https://localhost:${port}`, {
+  connections: 64,
+  pipelining: 1,
+  connect: { secureContext: tls.createSecureContext({ ca: [...tls.getCACertificates("default"), certificate.cert] }) }
+})
+const runUndici = async (count: number) => {
+  let next = 0
+  const worker = async () => {
+    while (next++ < count) {
+      const response = await undiciPool.request({ method: "POST", path: "/hook", headers, body })
+      await response.body.dump()
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
 const perSecond = async (run: (count: number) => Promise<void>) => {
   const started = performance.now()
   await run(requests)
   return requests / ((performance.now() - started) / 1000)
 }
 
-// Warm up both paths (JIT, TLS sessions, pooled sockets) before measuring.
-await runGuarded(2_000)
-await runBare(2_000)
-const rounds: Array<{ readonly guarded: number; readonly bare: number }> = []
-for (let round = 0; round < 5; round++) rounds.push({ bare: await perSecond(runBare), guarded: await perSecond(runGuarded) })
+const contenders = [
+  ["guarded client", runGuarded],
+  ["bare https.request", runBare],
+  ["bare undici pool", runUndici]
+] as const
+// Warm up every path (JIT, TLS sessions, pooled sockets) before measuring.
+for (const [, run] of contenders) await run(2_000)
+const rounds = contenders.map(() => [] as Array<number>)
+for (let round = 0; round < 5; round++) {
+  for (const [index, [, run]] of contenders.entries()) rounds[index]!.push(await perSecond(run))
+}
 
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-const guardedRate = median(rounds.map((r) => r.guarded))
-const bareRate = median(rounds.map((r) => r.bare))
-console.log(`${requests} keep-alive HTTPS POSTs, concurrency ${concurrency}, median of ${rounds.length} rounds`)
-console.log(`guarded client:     ${guardedRate.toFixed(0)} req/s (rounds: ${rounds.map((r) => r.guarded.toFixed(0)).join(", ")})`)
-console.log(`bare https.request: ${bareRate.toFixed(0)} req/s (rounds: ${rounds.map((r) => r.bare.toFixed(0)).join(", ")})`)
-console.log(`ratio guarded/bare: ${(guardedRate / bareRate).toFixed(2)}`)
+const rates = rounds.map(median)
+console.log(`${requests} keep-alive HTTPS POSTs, concurrency ${concurrency}, median of ${rounds[0]!.length} rounds`)
+for (const [index, [name]] of contenders.entries()) {
+  console.log(`${`${name}:`.padEnd(20)} ${rates[index]!.toFixed(0)} req/s (rounds: ${rounds[index]!.map((r) => r.toFixed(0)).join(", ")})`)
+}
+console.log(`ratio guarded / bare https.request: ${(rates[0]! / rates[1]!).toFixed(2)}`)
+console.log(`ratio guarded / bare undici pool:   ${(rates[0]! / rates[2]!).toFixed(2)}`)
 
-guarded.close()
+await guarded.close()
+await undiciPool.close()
 bareAgent.destroy()
 server.closeAllConnections()
 server.close()

@@ -47,7 +47,7 @@ process.on("message", async (message: WorkerRequest) => {
         return reply({ id: message.id, type: "ready" })
       }
       case "graphile": {
-        const poster = makeBarePoster(message.receiverUrl, message.ca)
+        const poster = makeBarePoster(message.receiverUrl, message.ca, message.client)
         const runner: Runner = await run({
           connectionString: message.databaseUrl,
           concurrency: message.concurrency,
