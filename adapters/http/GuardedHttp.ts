@@ -165,8 +165,8 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
   const checkedConnector = buildConnector({ ...connectorOptions, lookup: guardedLookup(resolve, policy.refusal) })
   const allowedConnector = buildConnector({ ...connectorOptions, lookup: guardedLookup(resolve, () => undefined) })
 
-  // Connections opened so far. A request during which none was opened was written to one opened
-  // before it, so when that connection turns out dropped, it is sent again once on a fresh one.
+  // Connections opened so far. A request during which none was opened went out on one opened
+  // before it: when that kept-alive connection turns out dropped, the request is sent again.
   let connectionsOpened = 0
   const connect: buildConnector.connector = (connection, callback) => {
     const port = Number(connection.port) || (connection.protocol === "https:" ? 443 : 80)
@@ -174,6 +174,7 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
     const hostname = isIP(connection.hostname) === 6 ? `[${connection.hostname}]` : connection.hostname
     const connector = policy.allowsHostPort(hostname, port) ? allowedConnector : checkedConnector
     connectionsOpened += 1
+    // Undici names the URL's host by SNI, and an IP literal by none (RFC 6066).
     connector(connection, callback)
   }
   const dispatcher = new Agent({

@@ -12,7 +12,7 @@ import type { Dialect } from "./Migrations.ts"
  *   parameters, instead of a VALUES list of thousands.
  * - SQLite: a VALUES list per batch size. better-sqlite3 keeps statements prepared (a bounded
  *   cache), and preparing one of hundreds of rows costs more than running it, so batches go in
- *   power-of-two chunks: a dozen texts in all, each prepared once.
+ *   power-of-two chunks: nine texts at most, each prepared once.
  */
 export interface RowStatement<Row> {
   /** Runs the statement for `rows` (at most `maxRows` at a time) and returns what it returned. */
@@ -61,6 +61,8 @@ export const rowStatement = <Row>(options: {
     let text = texts.get(rows)
     if (text === undefined) {
       text = options.text(`VALUES ${Array.from({ length: rows }, () => tuple).join(", ")}`)
+      // `runInChunks` asks for a handful of sizes; a caller asking for others cannot grow this without bound.
+      if (texts.size >= 64) texts.delete(texts.keys().next().value!)
       texts.set(rows, text)
     }
     return text

@@ -28,11 +28,12 @@ const main = async () => {
   const clock = config.testClock === "manual" ? makeManualClock(Date.now()) : undefined
   // The public URL defaults to the address actually bound, known once the server listens.
   let boundUrl = `http://${config.host}:${config.port}`
+  const outbound = makeGuardedHttp({ allow: config.outboundAllow })
   const app = await make({
     storage: storageFor(config.databaseUrl),
     clock: clock?.clock,
     providers: simulatedProviders,
-    outbound: makeGuardedHttp({ allow: config.outboundAllow }),
+    outbound,
     // Mail is dated by the host's clock, like everything background work does.
     notifier: mailFileNotifier(
       join(config.dataDir, "mail"),
@@ -74,6 +75,7 @@ const main = async () => {
     await server.close()
     await workers.stop()
     await app.dispose()
+    await outbound.close()
     console.log("stopped cleanly")
     process.exit(0)
   }

@@ -20,7 +20,8 @@ beforeAll(async () => {
     cwd: ROOT
   })
   cpSync(join(ROOT, "package.json"), join(installed, "package.json"))
-  for (const peer of ["effect", "kysely", "better-sqlite3", "pg", "@types"]) {
+  // Peers, and `undici`, the dependency npm installs with the package.
+  for (const peer of ["effect", "kysely", "better-sqlite3", "pg", "@types", "undici"]) {
     symlinkSync(join(ROOT, "node_modules", peer), join(app, "node_modules", peer))
   }
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", type: "module", private: true }))
@@ -102,6 +103,32 @@ describe("the built package, imported by name", () => {
       attempt_number: 1,
       error_message: expect.stringContaining("no outbound HTTP client")
     })
+  }, 60_000)
+
+  it("posts through the guarded client from an application's own script, and closes it", async () => {
+    writeFileSync(join(app, "outbound.mjs"), `
+      import { createServer } from "node:http"
+      import { Effect } from "effect"
+      import { makeGuardedHttp } from "omnichannel-core/http"
+      const server = createServer((req, res) => {
+        let body = ""
+        req.on("data", (chunk) => { body += chunk })
+        req.on("end", () => res.writeHead(202, { "content-type": "text/plain" }).end("got " + body))
+      })
+      await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const url = "http://127.0.0.1:" + server.address().port + "/hook"
+      const run = (client) => Effect.runPromise(Effect.result(client.request({ method: "POST", url, headers: {}, body: "ping", timeoutMs: 5000 })))
+      const allowed = makeGuardedHttp({ allow: ["127.0.0.1/32"] })
+      const refused = makeGuardedHttp({ allow: [] })
+      const ok = await run(allowed)
+      const no = await run(refused)
+      await allowed.close()
+      await refused.close()
+      server.close()
+      console.log(JSON.stringify({ status: ok.success.status, body: new TextDecoder().decode(ok.success.body), refused: no.failure.reason }))
+    `)
+    const { stdout } = await run(process.execPath, ["outbound.mjs"], { cwd: app })
+    expect(JSON.parse(stdout)).toEqual({ status: 202, body: "got ping", refused: "UrlNotAllowed" })
   }, 60_000)
 
   it("type-checks an application against the published declarations", async () => {
