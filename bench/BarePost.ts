@@ -19,6 +19,9 @@ export interface BarePoster {
 /** A signing key for the baselines, in the Standard Webhooks form the engine's secrets take. */
 export const BASELINE_SECRET = `whsec_${Buffer.from("benchmark-baseline-signing-key").toString("base64")}`
 
+/** One TLS context trusting Node's CAs and `ca`, as the guarded client keeps one rather than a `ca` option per request. */
+const trusting = (ca: string) => tls.createSecureContext({ ca: [...tls.getCACertificates("default"), ca] })
+
 const signingKey = Buffer.from(BASELINE_SECRET.slice("whsec_".length), "base64")
 
 /** The Standard Webhooks headers of a delivery, signed with the baseline key. */
@@ -43,7 +46,7 @@ const undiciPoster = (url: string, ca: string): BarePoster => {
   const pool = new Pool(target.origin, {
     connections: 64,
     pipelining: 1,
-    connect: { secureContext: tls.createSecureContext({ ca: [...tls.getCACertificates("default"), ca] }) }
+    connect: { secureContext: trusting(ca) }
   })
   return {
     post: async (messageId, body) => {
@@ -60,8 +63,7 @@ const nodePoster = (url: string, ca: string): BarePoster => {
   const agent = new https.Agent({
     keepAlive: true,
     maxSockets: 64,
-    // As the guarded client does: one context, rather than a `ca` option folded into every request.
-    secureContext: tls.createSecureContext({ ca: [...tls.getCACertificates("default"), ca] })
+    secureContext: trusting(ca)
   })
   return {
     post: (messageId, body) =>

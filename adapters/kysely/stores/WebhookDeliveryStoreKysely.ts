@@ -55,19 +55,21 @@ const INSERT_COLUMNS = [
   "event_type",
   "envelope",
   "outbox_seq",
-  "status",
-  "attempt_number",
-  "max_retries",
-  "retry_strategy",
-  "next_retry_at",
-  "completed_at",
-  "response_status_code",
-  "response_time_ms",
-  "error_message",
+  ...MACHINE_COLUMNS,
   "previous_delivery_id",
   "lease_expires_at",
   "created_at"
 ] as const
+
+/** PostgreSQL's types of the columns the hot statements pass that are not text (see `RawBatch`). */
+const NUMERIC_COLUMNS = {
+  outbox_seq: "bigint",
+  attempt_number: "integer",
+  max_retries: "integer",
+  response_status_code: "integer",
+  response_time_ms: "integer",
+  expected_attempt: "integer"
+} as const
 
 /** The hot statements, as fixed SQL text (see `RawBatch`). */
 const statements = (dialect: Dialect) => ({
@@ -78,7 +80,7 @@ const statements = (dialect: Dialect) => ({
       INSERT_COLUMNS.map((column) =>
         column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
       ),
-    types: { outbox_seq: "bigint", attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer" },
+    types: NUMERIC_COLUMNS,
     text: (rows) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) ${rows}`
   }),
   // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
@@ -91,7 +93,7 @@ const statements = (dialect: Dialect) => ({
       expected?.status ?? null,
       expected?.attempt_number ?? null
     ],
-    types: { attempt_number: "integer", max_retries: "integer", response_status_code: "integer", response_time_ms: "integer", expected_attempt: "integer" },
+    types: NUMERIC_COLUMNS,
     text: (rows) =>
       `WITH v (id, ${MACHINE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (${rows})
       UPDATE webhook_deliveries SET ${MACHINE_COLUMNS.map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
