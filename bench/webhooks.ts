@@ -154,24 +154,29 @@ const stopWorkers = async (workers: ReadonlyArray<WorkerProcess>) => {
 
 // ---------------------------------------------------------------------------------------------------
 
-const bareLoop = async (client: PostClient, label: string): Promise<Row> => {
-  const phase = `bare loop, ${client} (${label})`
+/**
+ * A bare keep-alive POST loop with `inFlight` requests at a time (the engine's pool size by default;
+ * 1 is the plain loop that awaits each answer before the next request).
+ */
+const bareLoop = async (client: PostClient, label: string, inFlight = CONCURRENCY): Promise<Row> => {
+  const phase = `bare loop, ${client}, ${inFlight} in flight (${label})`
   const poster = makeBarePoster(receiver.url, certificate.cert, client)
   const envelopes = Effect.runSync(contactEvents("bench_tenant", WARM_UP + EVENTS))
   const messages = envelopes.map((envelope) => [envelope.id, JSON.stringify(envelope)] as const)
   // Each call posts the next `count` messages, all in one keep-alive loop with CONCURRENCY in flight.
   const produce: Produce = async (count) => {
     const batch = messages.splice(0, count)
-    await postAll(poster, batch, CONCURRENCY)
+    await postAll(poster, batch, inFlight)
     return batch.map(([id]) => id)
   }
   progress(phase, `warm-up, ${WARM_UP} posts`)
   await warmUp(receiver, produce, WARM_UP)
-  progress(phase, `${EVENTS} posts, ${CONCURRENCY} in flight`)
+  progress(phase, `${EVENTS} posts`)
   const result = await burst(receiver, produce, EVENTS, onBurstProgress(phase, EVENTS), EVENTS)
   poster.close()
   progress(phase, `${result.perSecond.toFixed(0)} POSTs/s`)
-  return record({ name: `bare keep-alive POST loop, ${client}, 1 process (${label})`, burst: result })
+  const how = inFlight === 1 ? "one at a time" : `${inFlight} in flight`
+  return record({ name: `bare keep-alive POST loop, ${client}, ${how}, 1 process (${label})`, burst: result })
 }
 
 const sqliteEngine = async (): Promise<Row> => {
@@ -317,7 +322,22 @@ interface Baseline {
   readonly graphile: Row | undefined
 }
 
-const printReport = (baselines: ReadonlyArray<Baseline>, sqlite: Row, postgres2: Row | undefined, postgresRows: ReadonlyArray<Row>) => {
+/**
+ * The issue that set the goals measured its bare loop at about 4,100 POSTs/s on this machine kind,
+ * against about 4,000/s for graphile-worker batched. A loop that awaits each answer comes close to
+ * that figure here; a loop with 64 in flight goes well past it. Both are printed so a reader can see
+ * which the goal's figure matches, and the goals are judged against the 64-in-flight loops, the
+ * stricter reading: the engine keeps 64 in flight too.
+ */
+const ISSUE_BARE_LOOP = 4_100
+
+const printReport = (
+  baselines: ReadonlyArray<Baseline>,
+  oneAtATime: Row,
+  sqlite: Row,
+  postgres2: Row | undefined,
+  postgresRows: ReadonlyArray<Row>
+) => {
   const name = Math.max(...rows.map((row) => row.name.length))
   const ratioHeads = baselines.map((b) => `× ${b.client}`.padStart(12)).join("  ")
   const header = `${"contender".padEnd(name)}  ${"burst/s".padStart(8)}  ${ratioHeads}  ${"p50 ms".padStart(7)}  ${"p99 ms".padStart(7)}  ${"max ms".padStart(7)}  ${"steady recv".padStart(12)}  errors`
@@ -325,6 +345,10 @@ const printReport = (baselines: ReadonlyArray<Baseline>, sqlite: Row, postgres2:
   console.log(`node ${process.version}, ${availableParallelism()} CPUs, load average ${loadAtStart} at start and ${loadavg()[0]!.toFixed(1)} at end (shared machine)`)
   console.log(`HTTPS receiver in its own process; ${CONCURRENCY} posts in flight per process; workers idle ${IDLE_MS} ms when nothing is due`)
   console.log(`ratios use the faster of the two bare-loop runs with each client: ${baselines.map((b) => `${b.client} ${b.bare.toFixed(0)} POSTs/s`).join(", ")}`)
+  console.log(
+    `the goals' bare loop was measured at about ${ISSUE_BARE_LOOP} POSTs/s; here a loop awaiting each answer does ` +
+      `${format.rate(oneAtATime.burst?.perSecond)}/s (node:https) and is printed for reference only`
+  )
   console.log(`the engine posts with undici\n`)
   console.log(header)
   console.log("-".repeat(header.length))
@@ -340,7 +364,8 @@ const printReport = (baselines: ReadonlyArray<Baseline>, sqlite: Row, postgres2:
     )
   }
 
-  const verdict = (met: boolean | undefined) => (met === undefined ? "SKIPPED" : met ? "MET" : "MISSED")
+  const verdict = (met: boolean | undefined, goal: string) =>
+    met === undefined ? (goal.startsWith("(reference") ? "INFO" : "SKIPPED") : met ? "MET" : "MISSED"
   const goals: Array<[string, string, boolean | undefined]> = []
   for (const baseline of baselines) {
     const sqliteRatio = (sqlite.burst?.perSecond ?? 0) / baseline.bare
@@ -357,6 +382,13 @@ const printReport = (baselines: ReadonlyArray<Baseline>, sqlite: Row, postgres2:
       postgres2Rate === undefined || graphileRate === undefined ? undefined : postgres2Rate > graphileRate
     ])
   }
+  const sequentialRate = oneAtATime.burst?.perSecond ?? Number.NaN
+  const sqliteSequential = (sqlite.burst?.perSecond ?? 0) / sequentialRate
+  goals.push([
+    "(reference, not a goal) SQLite, 1 process × the loop awaiting each answer",
+    `${format.rate(sqlite.burst?.perSecond)}/s = ${sqliteSequential.toFixed(2)} × ${format.rate(sequentialRate)}/s`,
+    undefined
+  ])
   const engines = [sqlite, ...postgresRows]
   const worstP99 = Math.max(...engines.map((row) => row.steady?.p99 ?? Number.POSITIVE_INFINITY))
   goals.push([
@@ -380,7 +412,7 @@ const printReport = (baselines: ReadonlyArray<Baseline>, sqlite: Row, postgres2:
   }
   console.log("\ngoals")
   const goalName = Math.max(...goals.map(([goal]) => goal.length))
-  for (const [goal, figures, met] of goals) console.log(`  ${verdict(met).padEnd(7)}  ${goal.padEnd(goalName)}  ${figures}`)
+  for (const [goal, figures, met] of goals) console.log(`  ${verdict(met, goal).padEnd(7)}  ${goal.padEnd(goalName)}  ${figures}`)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -394,6 +426,7 @@ try {
   const clients: ReadonlyArray<PostClient> = ["node:https", "undici"]
   const firstBare = new Map<PostClient, Row>()
   for (const client of clients) firstBare.set(client, await bareLoop(client, "first"))
+  const oneAtATime = await bareLoop("node:https", "reference", 1)
   const sqlite = await sqliteEngine()
   const postgresRows: Array<Row> = []
   const graphileRows = new Map<PostClient, Array<Row>>(clients.map((client) => [client, []]))
@@ -420,7 +453,7 @@ try {
       )
     })
   }
-  printReport(baselines, sqlite, postgresRows[1], postgresRows)
+  printReport(baselines, oneAtATime, sqlite, postgresRows[1], postgresRows)
 } catch (error) {
   // After an interruption the phase in progress fails as its processes die; that is not news.
   if (cleaning === undefined) console.error(error)

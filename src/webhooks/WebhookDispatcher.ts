@@ -69,6 +69,13 @@ const LEASE_MARGIN_SECONDS = 10
 /** A running worker whose claims find nothing still claims at least this often, in feed rounds. */
 const CLAIM_AT_LEAST_EVERY_ROUNDS = 8
 
+/**
+ * A running worker's recorder waits up to `RECORD_GATHER_MS` of real time for outcomes to gather
+ * while it has fewer than `RECORD_GATHER`.
+ */
+const RECORD_GATHER = 256
+const RECORD_GATHER_MS = 10
+
 /** How often (by the Clock) a running worker looks for deliveries whose worker died holding them. */
 const EXPIRED_LOOK_SECONDS = 5
 
@@ -569,7 +576,14 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           for (;;) {
             const batch = yield* Queue.takeAll(finished).pipe(Effect.option)
             if (Option.isNone(batch)) return
-            for (const endpointId of yield* record(batch.value)) stoppedIn.set(endpointId, rounds)
+            const results: Array<Attempted> = [...batch.value]
+            // A running worker lets a small batch gather for a moment: each group commit costs about
+            // the same for 20 outcomes as for 500, and receivers already have what is recorded here.
+            if (running !== undefined && results.length < RECORD_GATHER) {
+              yield* idle(running, RECORD_GATHER_MS)
+              results.push(...yield* Queue.clear(finished))
+            }
+            for (const endpointId of yield* record(results)) stoppedIn.set(endpointId, rounds)
           }
         }).pipe(Effect.exit)
         const [fed, , recorded] = yield* Effect.all([feed, senders, recorder], { concurrency: "unbounded" })
