@@ -15,6 +15,7 @@ export interface Database {
   connect_tokens: ConnectTokensTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
+  webhook_fanout_leases: WebhookFanOutLeasesTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -196,3 +197,13 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] },
   { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] }
 ]
+
+/** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
+export interface WebhookFanOutLeasesTable {
+  id: string
+  /** The batch's outbox sequence numbers, as a JSON array. */
+  seqs: string
+  fanned_at: string
+  holder: string
+  lease_until: string
+}

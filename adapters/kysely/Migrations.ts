@@ -6,6 +6,7 @@ import * as ChannelsAndConnectTokens from "./migrations/2026_11_22_0002_channels
 import * as WebhookEndpoints from "./migrations/2026_11_22_0003_webhook_endpoints.ts"
 import * as WebhookDeliveries from "./migrations/2026_11_22_0004_webhook_deliveries.ts"
 import * as WebhookClaimIndexes from "./migrations/2026_11_22_0005_webhook_claim_indexes.ts"
+import * as WebhookFanOutLeases from "./migrations/2026_11_24_0006_webhook_fanout_leases.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -18,7 +19,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_22_0002_channels_and_connect_tokens", ChannelsAndConnectTokens.up],
   ["2026_11_22_0003_webhook_endpoints", WebhookEndpoints.up],
   ["2026_11_22_0004_webhook_deliveries", WebhookDeliveries.up],
-  ["2026_11_22_0005_webhook_claim_indexes", WebhookClaimIndexes.up]
+  ["2026_11_22_0005_webhook_claim_indexes", WebhookClaimIndexes.up],
+  ["2026_11_24_0006_webhook_fanout_leases", WebhookFanOutLeases.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.

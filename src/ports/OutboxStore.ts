@@ -20,4 +20,8 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     limit: number,
     at: string
   ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
+  /** The events with these sequence numbers, in append order; missing ones are left out. */
+  readonly getBySeqs: (
+    seqs: ReadonlyArray<number>
+  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
 }>()("omnichannel-core/ports/OutboxStore") {}

@@ -35,12 +35,30 @@ export interface DeliverySave {
   readonly expected?: Pick<DeliveryState, "status" | "attempt_number">
 }
 
+/**
+ * A batch of outbox events that one worker fanned out and holds while it sends their deliveries,
+ * which it stores only once each has been attempted. If the worker dies, the lease passes and
+ * another worker stores what the batch still lacks as due deliveries.
+ */
+export interface FanOutLease {
+  readonly id: string
+  /** The outbox sequence numbers of the batch's events. */
+  readonly seqs: ReadonlyArray<number>
+  /** When the batch was fanned out: every delivery made from it is created at this time. */
+  readonly fanned_at: string
+  /** Who holds it; changes with every claim, so a worker whose lease was taken over can tell. */
+  readonly holder: string
+  readonly lease_until: string
+}
+
+/** How a holder names its lease. */
+export type FanOutHold = Pick<FanOutLease, "id" | "holder">
+
 /** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
   /**
    * Stores new deliveries. With `leaseUntil` they are stored claimed, as if `claimDue` had just
-   * leased them to the caller: the worker that fans an event out attempts it without a second query,
-   * and if that worker dies they come back when the lease passes.
+   * leased them to the caller, and if the caller dies they come back when the lease passes.
    */
   readonly insertMany: (
     deliveries: ReadonlyArray<WebhookDeliveryRecord>,
@@ -94,4 +112,33 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
   readonly replayQueued: (endpointId: string) => Effect.Effect<void, StorageError>
   /** Deactivation: the endpoint's unfinished deliveries become `dead_letter` with `reason`. */
   readonly deadLetterOutstanding: (endpointId: string, reason: string, at: string) => Effect.Effect<void, StorageError>
+  /** Stores a fan-out lease; call in the transaction that marks its events fanned out. */
+  readonly leaseFanOut: (lease: FanOutLease) => Effect.Effect<void, StorageError>
+  /**
+   * The ids of those leases still held by the holder given with each (whether or not their time
+   * passed). Call inside the transaction that stores the leases' deliveries: on PostgreSQL their rows
+   * stay locked until it ends, so a worker taking one over waits for it and then finds what it stored.
+   */
+  readonly holdFanOuts: (holds: ReadonlyArray<FanOutHold>) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /** Deletes those leases still held by the holder given with each. */
+  readonly releaseFanOuts: (holds: ReadonlyArray<FanOutHold>) => Effect.Effect<void, StorageError>
+  /**
+   * Takes over, for `holder` until `leaseUntil`, up to `limit` fan-out leases whose time passed by
+   * `now`: those of a worker that died. Disjoint across processes.
+   */
+  readonly claimExpiredFanOuts: (
+    now: string,
+    leaseUntil: string,
+    holder: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<FanOutLease>, StorageError>
+  /**
+   * Of the deliveries created at `createdAt` for these endpoints and outbox events, which exist:
+   * resolves to `"endpointId seq"` keys. For taking over a fan-out lease.
+   */
+  readonly existingAt: (
+    endpointIds: ReadonlyArray<string>,
+    createdAt: string,
+    seqs: ReadonlyArray<number>
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
 }>()("omnichannel-core/ports/WebhookDeliveryStore") {}

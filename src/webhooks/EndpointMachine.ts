@@ -136,6 +136,26 @@ export const dueForReverification = (state: EndpointState, now: Timestamp): bool
 const DISABLED_REASON = "endpoint permanently deactivated after failed re-verification"
 const PATCHED_INACTIVE_REASON = "endpoint set inactive"
 
+/**
+ * What became of the endpoint's unfinished deliveries when it stopped taking them: parked while it
+ * is suspended, dead-lettered (with the reason given then) once it is inactive or deactivated. The
+ * engine applies the same to a delivery that was in flight then and is stored only afterwards.
+ */
+export const outstandingMove = (
+  state: EndpointState
+): { readonly _tag: "EndpointSuspended" } | { readonly _tag: "DeadLetter"; readonly reason: string } | undefined => {
+  switch (statusOf(state)) {
+    case "active":
+      return undefined
+    case "suspended":
+      return { _tag: "EndpointSuspended" }
+    case "inactive":
+      return { _tag: "DeadLetter", reason: PATCHED_INACTIVE_REASON }
+    case "permanently_deactivated":
+      return { _tag: "DeadLetter", reason: DISABLED_REASON }
+  }
+}
+
 /** Back to active with a fresh circuit breaker: the way out of every non-active state. */
 const activated = <S extends EndpointState>(state: S): S => ({
   ...state,

@@ -11,7 +11,12 @@ import { OutboxStore } from "../ports/OutboxStore.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { type DeliveryKey, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
+import {
+  type DeliveryKey,
+  type FanOutHold,
+  type WebhookDeliveryRecord,
+  WebhookDeliveryStore
+} from "../ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import * as DeliveryMachine from "./DeliveryMachine.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
@@ -33,8 +38,8 @@ export interface DispatchSettings {
   /** Re-verification checks claimed and run at once. */
   readonly checkBatch: number
   /**
-   * How long a claimed delivery or check stays with its worker; a crashed worker's claims come
-   * back after it. Keep it above the endpoints' `timeout_seconds` (at most 60).
+   * How long a claimed delivery or check, or a batch of events fanned out, stays with its worker; a
+   * crashed worker's claims come back after it. Keep it above the endpoints' `timeout_seconds` (at most 60).
    */
   readonly leaseSeconds: number
   readonly maxResponseBytes: number
@@ -80,8 +85,18 @@ const RECORD_GATHER_MS = 10
 const EXPIRED_LOOK_SECONDS = 5
 
 /**
+ * A batch of outbox events this worker fanned out and holds through a fan-out lease, with the
+ * number of its deliveries not yet stored: when none is left, the lease is let go.
+ */
+interface Batch {
+  readonly hold: FanOutHold
+  remaining: number
+}
+
+/**
  * A delivery this worker holds the lease of, with its endpoint as read in feed round `round` (none
- * if it was gone).
+ * if it was gone). A delivery claimed from the store has no `batch`; one this worker just fanned out
+ * is not stored yet and has the batch whose lease holds it.
  */
 interface Leased {
   readonly delivery: WebhookDeliveryRecord
@@ -89,10 +104,21 @@ interface Leased {
   readonly round: number
   /** When its lease runs out, in epoch milliseconds by the Clock. */
   readonly leaseUntil: number
+  readonly batch: Batch | undefined
 }
 
-/** A leased delivery and what its attempt came to; none when it was not attempted. */
-type Attempted = readonly [WebhookDeliveryRecord, Outcome | undefined]
+/**
+ * A leased delivery and what its attempt came to (none when it was not attempted), with the batch
+ * it came from when it is not stored yet.
+ */
+type Attempted = readonly [WebhookDeliveryRecord, Outcome | undefined, Batch | undefined]
+
+/** The leases of these batches, each once. */
+const holdsOf = (batches: Iterable<Batch | undefined>): Array<FanOutHold> => {
+  const holds = new Set<FanOutHold>()
+  for (const batch of batches) if (batch !== undefined) holds.add(batch.hold)
+  return [...holds]
+}
 
 /** What `POST /webhook-endpoints/{id}/verify` reports. */
 export interface VerifyResult {
@@ -321,6 +347,19 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         transactor.withTransaction(Effect.gen(function*() {
           const locked = yield* endpoints.getForUpdate(tenantId, endpointId)
           const at = yield* now
+          // Deliveries stored only now are stored first as they would be had they been stored at fan-out:
+          // pending, or moved as the endpoint's other unfinished deliveries were when it stopped taking
+          // them. Those whose fan-out lease another worker took over are that worker's to store.
+          const fresh = results.filter(([, , batch]) => batch !== undefined)
+          if (fresh.length > 0 && Option.isSome(locked)) {
+            const held = yield* deliveries.holdFanOuts(holdsOf(fresh.map(([, , batch]) => batch)))
+            const move = EndpointMachine.outstandingMove(locked.value)
+            yield* deliveries.insertMany(
+              fresh.filter(([, , batch]) => held.has(batch!.hold.id)).map(([delivery]) =>
+                move === undefined ? delivery : DeliveryMachine.transition(delivery, move, at).state
+              )
+            )
+          }
           type Row = { readonly from: DeliveryMachine.DeliveryState; readonly state: DeliveryMachine.DeliveryState }
           const read = (from: number) =>
             Effect.map(
@@ -379,6 +418,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           const fast: Array<{
             readonly delivery: WebhookDeliveryRecord
             readonly outcome: Outcome | undefined
+            readonly batch: Batch | undefined
             readonly state: DeliveryMachine.DeliveryState
           }> = []
           const stopped: Array<string> = []
@@ -391,7 +431,12 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             }
             let endpoint = seen.value
             let quiet = true
-            const transitions = group.map(([delivery, outcome]) => ({ delivery, outcome, ...transitionOf(delivery, outcome, at) }))
+            const transitions = group.map(([delivery, outcome, batch]) => ({
+              delivery,
+              outcome,
+              batch,
+              ...transitionOf(delivery, outcome, at)
+            }))
             for (const { intents } of transitions) {
               const health = healthOf(intents)
               if (health === undefined) continue
@@ -399,18 +444,34 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               endpoint = moved.state
               if (moved.intents.length > 0) quiet = false
             }
-            if (quiet && !EndpointMachine.worthStoring(seen.value, endpoint)) {
+            // A delivery stored only now goes the quick way when it was attempted and its endpoint still
+            // takes deliveries; otherwise it is placed under the endpoint's lock.
+            const freshNeedsLock = group.some(([, outcome, batch]) =>
+              batch !== undefined && (outcome === undefined || EndpointMachine.routeEvent(seen.value) !== "deliver")
+            )
+            if (quiet && !freshNeedsLock && !EndpointMachine.worthStoring(seen.value, endpoint)) {
               fast.push(...transitions)
               if (EndpointMachine.routeEvent(seen.value) !== "deliver") stopped.push(endpointId)
             } else {
               careful.set(endpointId, group)
             }
           }
-          const written = yield* deliveries.saveMany(fast.map(({ delivery, state }) => saveOf(delivery, delivery, state)))
-          for (const { delivery, outcome } of fast) {
+          // Claimed deliveries are saved as compare-and-sets; fresh ones are stored once, as their attempt
+          // left them, if their fan-out lease is still this worker's.
+          const stored = fast.filter(({ batch }) => batch === undefined)
+          const fresh = fast.filter(({ batch }) => batch !== undefined)
+          const save = deliveries.saveMany(stored.map(({ delivery, state }) => saveOf(delivery, delivery, state)))
+          const written = fresh.length === 0 ? yield* save : yield* transactor.withTransaction(Effect.gen(function*() {
+            const held = yield* deliveries.holdFanOuts(holdsOf(fresh.map(({ batch }) => batch)))
+            yield* deliveries.insertMany(
+              fresh.filter(({ batch }) => held.has(batch!.hold.id)).map(({ delivery, state }) => ({ ...delivery, ...state }))
+            )
+            return yield* save
+          }))
+          for (const { delivery, outcome } of stored) {
             if (written.has(delivery.id)) continue
             const group = careful.get(delivery.webhook_endpoint_id) ?? []
-            group.push([delivery, outcome])
+            group.push([delivery, outcome, undefined])
             careful.set(delivery.webhook_endpoint_id, group)
           }
           const mail: Array<Omit<Notification, "to">> = []
@@ -422,58 +483,128 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             }
           }
           yield* sendMail(mail)
+          // A batch whose every delivery is stored now (or was not this worker's to store any more) lets
+          // its fan-out lease go.
+          const done: Array<Batch> = []
+          for (const [, , batch] of results) {
+            if (batch !== undefined && --batch.remaining === 0) done.push(batch)
+          }
+          yield* deliveries.releaseFanOuts(holdsOf(done))
           return stopped
         })
 
-      // Turns a batch of outbox events into deliveries. Those to attempt now are stored leased to this
-      // worker and returned with their endpoints, so they are sent without being claimed again.
+      // The delivery of `event` (outbox `seq`) to `endpoint`, made at `at`: due at once, or queued behind
+      // a suspension (`queued` counts each endpoint's queue as deliveries are made).
+      function* deliveryOf(
+        endpoint: WebhookEndpointRecord,
+        event: EventEnvelope,
+        seq: number,
+        at: string,
+        queued: Map<string, number>
+      ) {
+        let placement: DeliveryMachine.Placement = { _tag: "Deliver" }
+        if (EndpointMachine.routeEvent(endpoint) === "queue") {
+          const count = queued.get(endpoint.id) ?? (yield* deliveries.countQueued(endpoint.id))
+          queued.set(endpoint.id, count + 1)
+          placement = { _tag: "Queue", queued: count }
+        }
+        const { state } = DeliveryMachine.make(endpoint, placement, at)
+        const delivery: WebhookDeliveryRecord = {
+          ...state,
+          id: yield* newId,
+          tenant_id: event.tenant_id,
+          webhook_endpoint_id: endpoint.id,
+          event_id: event.event_id,
+          event_type: event.type,
+          envelope: event,
+          outbox_seq: seq,
+          previous_delivery_id: null,
+          created_at: at
+        }
+        return delivery
+      }
+
+      // The endpoints of each tenant, read once per batch.
+      const endpointsOf = (byTenant: Map<string, ReadonlyArray<WebhookEndpointRecord>>, tenantId: string) =>
+        Effect.gen(function*() {
+          let found = byTenant.get(tenantId)
+          if (found === undefined) {
+            found = yield* endpoints.list(tenantId)
+            byTenant.set(tenantId, found)
+          }
+          return found
+        })
+
+      // Turns a batch of outbox events into deliveries. Those to attempt now are not stored: the batch is
+      // held by a fan-out lease while this worker sends them, and each is stored once, as its attempt left
+      // it. Those queued behind a suspension are stored at once.
       const fanOut = (round: number) => transactor.withTransaction(Effect.gen(function*() {
         const at = yield* now
         const claimed = yield* outbox.takeUnfanned(DISPATCH.fanOutBatch, at)
         if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
         const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
         const leaseUntilMs = Date.parse(leaseUntil)
+        const batch: Batch = { hold: { id: yield* newId, holder: yield* newId }, remaining: 0 }
         const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
         const queued = new Map<string, number>()
         const leased: Array<Leased> = []
         const parked: Array<WebhookDeliveryRecord> = []
+        const seqs: Array<number> = []
         for (const { event, seq } of claimed) {
-          let tenantEndpoints = byTenant.get(event.tenant_id)
-          if (tenantEndpoints === undefined) {
-            tenantEndpoints = yield* endpoints.list(event.tenant_id)
-            byTenant.set(event.tenant_id, tenantEndpoints)
-          }
-          for (const endpoint of tenantEndpoints) {
-            if (!wants(endpoint, event)) continue
-            const route = EndpointMachine.routeEvent(endpoint)
-            if (route === "drop") continue
-            let placement: DeliveryMachine.Placement = { _tag: "Deliver" }
-            if (route === "queue") {
-              const count = queued.get(endpoint.id) ?? (yield* deliveries.countQueued(endpoint.id))
-              queued.set(endpoint.id, count + 1)
-              placement = { _tag: "Queue", queued: count }
-            }
-            const { state } = DeliveryMachine.make(endpoint, placement, at)
-            const delivery: WebhookDeliveryRecord = {
-              ...state,
-              id: yield* newId,
-              tenant_id: event.tenant_id,
-              webhook_endpoint_id: endpoint.id,
-              event_id: event.event_id,
-              event_type: event.type,
-              envelope: event,
-              outbox_seq: seq,
-              previous_delivery_id: null,
-              created_at: at
-            }
-            if (state.status === "pending") leased.push({ delivery, endpoint, round, leaseUntil: leaseUntilMs })
+          const leasedBefore = leased.length
+          for (const endpoint of yield* endpointsOf(byTenant, event.tenant_id)) {
+            if (!wants(endpoint, event) || EndpointMachine.routeEvent(endpoint) === "drop") continue
+            const delivery = yield* deliveryOf(endpoint, event, seq, at, queued)
+            if (delivery.status === "pending") leased.push({ delivery, endpoint, round, leaseUntil: leaseUntilMs, batch })
             else parked.push(delivery)
           }
+          if (leased.length > leasedBefore) seqs.push(seq)
         }
+        batch.remaining = leased.length
         yield* deliveries.insertMany(parked)
-        yield* deliveries.insertMany(leased.map((l) => l.delivery), leaseUntil)
+        if (leased.length > 0) yield* deliveries.leaseFanOut({ ...batch.hold, seqs, fanned_at: at, lease_until: leaseUntil })
         return { events: claimed.length, leased }
       }))
+
+      /**
+       * Takes over the fan-out leases of workers that died (their time passed) and stores what their
+       * batches still lack: each event for every endpoint that wants it and has no delivery of it from
+       * that fan-out, due at once (or queued behind a suspension), created at the fan-out time so it
+       * keeps its place. Resolves to the deliveries stored.
+       */
+      const recoverFanOuts = (at: string) => Effect.gen(function*() {
+        const holder = yield* newId
+        const leases = yield* deliveries.claimExpiredFanOuts(at, addSeconds(at, DISPATCH.leaseSeconds), holder, DISPATCH.checkBatch)
+        let stored = 0
+        for (const lease of leases) {
+          stored += yield* transactor.withTransaction(Effect.gen(function*() {
+            if (!(yield* deliveries.holdFanOuts([lease])).has(lease.id)) return 0
+            const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
+            const wanted: Array<readonly [WebhookEndpointRecord, EventEnvelope, number]> = []
+            for (const { event, seq } of yield* outbox.getBySeqs(lease.seqs)) {
+              for (const endpoint of yield* endpointsOf(byTenant, event.tenant_id)) {
+                // An endpoint made after the fan-out never wanted the event.
+                if (endpoint.created_at > lease.fanned_at || !wants(endpoint, event)) continue
+                if (EndpointMachine.routeEvent(endpoint) !== "drop") wanted.push([endpoint, event, seq])
+              }
+            }
+            const existing = yield* deliveries.existingAt(
+              [...new Set(wanted.map(([endpoint]) => endpoint.id))],
+              lease.fanned_at,
+              lease.seqs
+            )
+            const queued = new Map<string, number>()
+            const missing: Array<WebhookDeliveryRecord> = []
+            for (const [endpoint, event, seq] of wanted) {
+              if (!existing.has(`${endpoint.id} ${seq}`)) missing.push(yield* deliveryOf(endpoint, event, seq, lease.fanned_at, queued))
+            }
+            yield* deliveries.insertMany(missing)
+            yield* deliveries.releaseFanOuts([lease])
+            return missing.length
+          }))
+        }
+        return stored
+      })
 
       // Reads the endpoints of claimed deliveries as they are now, once per endpoint.
       const withEndpoints = Effect.fnUntraced(function*(
@@ -489,7 +620,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             endpoint = yield* endpoints.get(delivery.tenant_id, delivery.webhook_endpoint_id)
             configs.set(delivery.webhook_endpoint_id, endpoint)
           }
-          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round, leaseUntil })
+          due.push({ delivery, endpoint: Option.getOrUndefined(endpoint), round, leaseUntil, batch: undefined })
         }
         return due
       })
@@ -528,13 +659,16 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             const claimed: Array<WebhookDeliveryRecord> = []
             if (running === undefined || claimsFound || claimsSkipped >= CLAIM_AT_LEAST_EVERY_ROUNDS) {
               claimsSkipped = 0
-              claimed.push(...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch))
-              // A dead worker's claims are looked for at the start of a run and then every few seconds:
-              // they wait out a lease of minutes anyway.
-              if (lastExpiredLook === undefined || at >= addSeconds(lastExpiredLook, EXPIRED_LOOK_SECONDS)) {
+              // A dead worker's claims and fan-outs are looked for at the start of a run and then every few
+              // seconds: they wait out a lease of minutes anyway. What its fan-outs lacked is stored first,
+              // so this round's claim takes it.
+              const lookForExpired = lastExpiredLook === undefined || at >= addSeconds(lastExpiredLook, EXPIRED_LOOK_SECONDS)
+              if (lookForExpired) {
                 lastExpiredLook = at
-                claimed.push(...yield* deliveries.claimExpired(at, leaseUntil, DISPATCH.attemptBatch))
+                yield* recoverFanOuts(at)
               }
+              claimed.push(...yield* deliveries.claimDue(at, leaseUntil, DISPATCH.attemptBatch))
+              if (lookForExpired) claimed.push(...yield* deliveries.claimExpired(at, leaseUntil, DISPATCH.attemptBatch))
               claimsFound = claimed.length > 0
             } else {
               claimsSkipped += 1
@@ -555,7 +689,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           for (;;) {
             const next = yield* Queue.take(work).pipe(Effect.option)
             if (Option.isNone(next)) return
-            const { delivery, endpoint, round, leaseUntil } = next.value
+            const { batch, delivery, endpoint, leaseUntil, round } = next.value
             done += 1
             // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
             // could time out (a slow receiver held the queue up), which would let another worker send
@@ -565,7 +699,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
                 leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
               ? undefined
               : yield* send(endpoint, delivery.envelope)
-            yield* Queue.offer(finished, [delivery, outcome])
+            yield* Queue.offer(finished, [delivery, outcome, batch])
           }
         })
         const senders = Effect.all(Array.from({ length: DISPATCH.attemptConcurrency }, () => sender), {

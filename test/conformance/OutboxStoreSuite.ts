@@ -117,6 +117,19 @@ export const outboxStoreSuite = (h: UseHarness): void => {
       })
     })
 
+    it("reads events back by sequence number, in append order, leaving out unknown numbers", async () => {
+      await h().run(take(1_000_000))
+      const tenantId = freshTenantId()
+      const events = Array.from({ length: 4 }, () => outboxEvent(tenantId))
+      await h().run(OutboxStore.use((s) => s.append(events)))
+      const taken = await h().run(take(10))
+      const seqs = taken.map((t) => t.seq)
+
+      const read = await h().run(OutboxStore.use((s) => s.getBySeqs([seqs[3]!, seqs[0]!, seqs[2]! + 1_000_000])))
+      expect(read).toEqual([taken[0], taken[3]])
+      expect(await h().run(OutboxStore.use((s) => s.getBySeqs([])))).toEqual([])
+    })
+
     it("accepts an empty batch and stores nothing", async () => {
       const tenantId = freshTenantId()
       await h().run(OutboxStore.use((s) => s.append([])))

@@ -1,6 +1,11 @@
 import { Effect, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
+import {
+  type FanOutHold,
+  type FanOutLease,
+  type WebhookDeliveryRecord,
+  WebhookDeliveryStore
+} from "../../src/ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
 import type { UseHarness } from "./Harness.ts"
@@ -266,6 +271,98 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
           expect(ids.sort()).toEqual(leased.map((d) => d.id).sort())
           await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
         }
+      })
+    })
+
+    describe("fan-out leases", () => {
+      // Leases are not scoped by tenant either: each test's are released afterwards, and every
+      // take-over keeps only the leases its test made.
+      const leasesMade: Array<FanOutHold> = []
+      afterEach(async () => {
+        await h().run(store((s) => s.releaseFanOuts(leasesMade.splice(0))))
+      })
+      const fanOutLease = (overrides: Partial<FanOutLease> = {}): FanOutLease => {
+        const lease: FanOutLease = {
+          id: globalThis.crypto.randomUUID(),
+          seqs: [nextSeq++, nextSeq++, nextSeq++],
+          fanned_at: NOW,
+          holder: globalThis.crypto.randomUUID(),
+          lease_until: LEASE_UNTIL,
+          ...overrides
+        }
+        leasesMade.push(lease)
+        return lease
+      }
+      const hold = (holds: ReadonlyArray<FanOutHold>) => h().run(store((s) => s.holdFanOuts(holds)))
+      const takeOver = async (now: string, holder: string, mine: ReadonlyArray<FanOutLease>) => {
+        const ids = new Set(mine.map((lease) => lease.id))
+        const taken = await h().run(store((s) => s.claimExpiredFanOuts(now, at("12:10:00.000"), holder, 1_000)))
+        const ours = taken.filter((lease) => ids.has(lease.id))
+        leasesMade.push(...ours)
+        return ours
+      }
+
+      it("is held by its holder alone, and released only by it", async () => {
+        const lease = fanOutLease()
+        const other = fanOutLease()
+        await h().run(store((s) => Effect.forEach([lease, other], (l) => s.leaseFanOut(l), { discard: true })))
+
+        expect(await hold([lease, { id: other.id, holder: lease.holder }])).toEqual(new Set([lease.id]))
+        await h().run(store((s) => s.releaseFanOuts([{ id: lease.id, holder: other.holder }])))
+        expect(await hold([lease])).toEqual(new Set([lease.id]))
+        await h().run(store((s) => s.releaseFanOuts([lease])))
+        expect(await hold([lease, other])).toEqual(new Set([other.id]))
+        expect(await hold([])).toEqual(new Set())
+      })
+
+      it("is taken over only once its time passed, by a new holder, with its events and fan-out time", async () => {
+        const passed = fanOutLease({ lease_until: at("12:01:00.000"), fanned_at: at("11:59:00.000") })
+        const running = fanOutLease({ lease_until: at("12:03:00.000") })
+        await h().run(store((s) => Effect.forEach([passed, running], (l) => s.leaseFanOut(l), { discard: true })))
+
+        expect(await takeOver(at("12:00:59.999"), "early", [passed, running])).toEqual([])
+        const taken = await takeOver(at("12:01:00.000"), "second worker", [passed, running])
+        expect(taken).toEqual([{ ...passed, holder: "second worker", lease_until: at("12:10:00.000") }])
+        // The first holder can no longer store the batch; the new one can.
+        expect(await hold([passed])).toEqual(new Set())
+        expect(await hold(taken)).toEqual(new Set([passed.id]))
+        expect(await hold([running])).toEqual(new Set([running.id]))
+      })
+
+      it("gives two concurrent take-overs disjoint leases (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const leases = Array.from({ length: 30 }, () => fanOutLease({ lease_until: at("11:00:00.000") }))
+        await h().run(store((s) => Effect.forEach(leases, (l) => s.leaseFanOut(l), { discard: true })))
+        const ids = new Set(leases.map((lease) => lease.id))
+
+        const [a, b] = await h().run(Effect.all([
+          store((s) => s.claimExpiredFanOuts(NOW, LEASE_UNTIL, "a", 20)),
+          store((s) => s.claimExpiredFanOuts(NOW, LEASE_UNTIL, "b", 20))
+        ], { concurrency: 2 }))
+        const taken = [...a, ...b].filter((lease) => ids.has(lease.id))
+        leasesMade.push(...taken)
+        expect(new Set(taken.map((lease) => lease.id)).size).toBe(taken.length)
+        expect(taken.length).toBeGreaterThanOrEqual(20)
+      })
+
+      it("tells which deliveries of a fan-out exist, by endpoint and event, whatever their status", async () => {
+        const [first, second] = await endpointsOfNewTenant(2)
+        const statuses = ["pending", "success", "failed", "retrying", "queued", "dead_letter"] as const
+        const made = statuses.map((status) => deliveryRecord(first!, { status }))
+        const seqs = made.map((d) => d.outbox_seq)
+        const elsewhere = [
+          // Another endpoint, and a delivery of the same event made at another time (a manual retry).
+          deliveryRecord(second!, { outbox_seq: seqs[0]! }),
+          deliveryRecord(first!, { created_at: at("12:30:00.000"), previous_delivery_id: made[1]!.id })
+        ]
+        await insert(h, [...made, ...elsewhere])
+
+        const asked = [...seqs, elsewhere[1]!.outbox_seq, nextSeq++]
+        const existing = await h().run(store((s) => s.existingAt([first!.id], NOW, asked)))
+        expect(existing).toEqual(new Set(seqs.map((seq) => `${first!.id} ${seq}`)))
+        const both = await h().run(store((s) => s.existingAt([first!.id, second!.id], NOW, [seqs[0]!])))
+        expect(both).toEqual(new Set([`${first!.id} ${seqs[0]}`, `${second!.id} ${seqs[0]}`]))
+        expect(await h().run(store((s) => s.existingAt([], NOW, seqs)))).toEqual(new Set())
       })
     })
 

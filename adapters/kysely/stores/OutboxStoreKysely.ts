@@ -42,7 +42,12 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
             RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
           rows.map(({ seq, ...row }) => ({ seq: Number(seq), event: toEvent(row) })).sort((a, b) => a.seq - b.seq)
-        ))
+        )),
+      getBySeqs: (seqs) =>
+        seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
+          db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
+            .where("seq", "in", [...seqs]).orderBy("seq").execute())
+          .pipe(Effect.map((rows) => rows.map(({ seq, ...row }) => ({ seq: Number(seq), event: toEvent(row) }))))
     })
   })
 )

@@ -1,13 +1,19 @@
 import { Effect, Layer, Option } from "effect"
 import { type EventEnvelope, envelopeJson } from "../../../src/kernel/EventEnvelope.ts"
-import { type DeliverySave, type DeliveryStateOf, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
-import type { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
+import {
+  type DeliverySave,
+  type DeliveryStateOf,
+  type FanOutLease,
+  type WebhookDeliveryRecord,
+  WebhookDeliveryStore
+} from "../../../src/ports/WebhookDeliveryStore.ts"
+import { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
-import type { WebhookDeliveriesTable } from "../Database.ts"
+import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
@@ -197,7 +203,50 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
         query(connection, (db) =>
           forEndpoint(endpointId, ["pending", "retrying", "queued"])(db)
             .set({ status: "dead_letter", next_retry_at: null, error_message: reason, completed_at: at }).execute())
-          .pipe(Effect.asVoid)
+          .pipe(Effect.asVoid),
+      leaseFanOut: (lease) =>
+        query(connection, (db) =>
+          db.insertInto("webhook_fanout_leases").values({
+            id: lease.id,
+            seqs: JSON.stringify(lease.seqs),
+            fanned_at: lease.fanned_at,
+            holder: lease.holder,
+            lease_until: lease.lease_until
+          }).execute()).pipe(Effect.asVoid),
+      holdFanOuts: (holds) =>
+        holds.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) => {
+          const q = db.selectFrom("webhook_fanout_leases").select(["id", "holder"]).where("id", "in", holds.map((h) => h.id))
+          return (connection.dialect === "postgres" ? q.forUpdate() : q).execute()
+        }).pipe(Effect.map((rows) => {
+          const holderOf = new Map(holds.map((h) => [h.id, h.holder]))
+          return new Set(rows.filter((row) => holderOf.get(row.id) === row.holder).map((row) => row.id))
+        })),
+      releaseFanOuts: (holds) =>
+        holds.length === 0 ? Effect.void : query(connection, (db) =>
+          db.deleteFrom("webhook_fanout_leases")
+            .where((eb) => eb.or(holds.map((h) => eb.and([eb("id", "=", h.id), eb("holder", "=", h.holder)]))))
+            .execute()).pipe(Effect.asVoid),
+      claimExpiredFanOuts: (now, leaseUntil, holder, limit) =>
+        query(connection, (db) => {
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          return sql<WebhookFanOutLeasesTable>`UPDATE webhook_fanout_leases SET holder = ${holder}, lease_until = ${leaseUntil}
+            WHERE id IN (SELECT id FROM webhook_fanout_leases WHERE lease_until <= ${now}
+              ORDER BY lease_until LIMIT ${limit}${lock})
+            RETURNING *`.execute(db)
+        }).pipe(Effect.map(({ rows }) =>
+          rows.map((row): FanOutLease => ({ ...row, seqs: (JSON.parse(row.seqs) as Array<number>).map(Number) }))
+            .sort((a, b) => (a.fanned_at < b.fanned_at ? -1 : a.fanned_at > b.fanned_at ? 1 : 0))
+        )),
+      // Through the endpoint index: every status listed so the index's leading columns are all bound.
+      existingAt: (endpointIds, createdAt, seqs) =>
+        endpointIds.length === 0 || seqs.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          db.selectFrom("webhook_deliveries").select(["webhook_endpoint_id", "outbox_seq"])
+            .where("webhook_endpoint_id", "in", [...endpointIds])
+            .where("status", "in", [...DeliveryStatus.literals])
+            .where("created_at", "=", createdAt)
+            .where("outbox_seq", "in", [...seqs])
+            .execute())
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => `${row.webhook_endpoint_id} ${Number(row.outbox_seq)}`))))
     })
   })
 )

@@ -1,0 +1,130 @@
+import { Effect } from "effect"
+import { afterEach, beforeAll, describe, expect, it } from "vitest"
+import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
+import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
+import { type FanOutLease, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
+import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
+import { PG_URL } from "../support/Databases.ts"
+import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
+
+let certificate: Certificate
+beforeAll(() => {
+  if (hasOpenssl) certificate = makeCertificate()
+})
+
+const LEASE_SECONDS = 120
+
+// A worker stores a delivery it fanned out only once it has been attempted, and holds the batch
+// through a fan-out lease meanwhile. These tests leave such a lease behind as a worker that died
+// would, and check what the next worker makes of it.
+for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postgres"])]) {
+  describe.skipIf(!hasOpenssl)(`a fan-out whose worker died, on ${database} (needs the openssl CLI)`, () => {
+    let world: WebhookApp
+    afterEach(() => world?.close())
+
+    /** Takes every unfanned event as a worker would, leaves its lease behind, and stores nothing else. */
+    const fanOutAndDie = () =>
+      world.test.app.run(Effect.gen(function*() {
+        const transactor = yield* Transactor
+        const outbox = yield* OutboxStore
+        const deliveries = yield* WebhookDeliveryStore
+        const at = world.now()
+        return yield* transactor.withTransaction(Effect.gen(function*() {
+          const taken = yield* outbox.takeUnfanned(1_000, at)
+          const lease: FanOutLease = {
+            id: globalThis.crypto.randomUUID(),
+            seqs: taken.map((t) => t.seq),
+            fanned_at: at,
+            holder: "the worker that died",
+            lease_until: new Date(Date.parse(at) + LEASE_SECONDS * 1000).toISOString()
+          }
+          yield* deliveries.leaseFanOut(lease)
+          return { taken, lease }
+        }))
+      }))
+
+    it("stores and sends, after the lease, what the batch lacked: once each, in its place, and nothing it had", async () => {
+      world = await startWebhookApp(certificate, { database, dispatch: { leaseSeconds: LEASE_SECONDS } })
+      const tenant = await world.newTenant()
+      const receiver = await world.startReceiver()
+      const endpoint = await tenant.createEndpoint(receiver.url)
+      const events = await world.test.app.run(Effect.all(
+        [0, 1, 2].map((n) => makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: { n } }))
+      ))
+      await tenant.emit(events)
+      const { lease, taken } = await fanOutAndDie()
+      expect(taken.map((t) => t.event.id)).toEqual(events.map((e) => e.id))
+      // It had attempted and stored the first event's delivery before it died.
+      await world.test.app.run(WebhookDeliveryStore.use((s) =>
+        s.insertMany([{
+          id: globalThis.crypto.randomUUID(),
+          tenant_id: tenant.tenant_id,
+          webhook_endpoint_id: endpoint.id,
+          event_id: events[0]!.event_id,
+          event_type: events[0]!.type,
+          envelope: events[0]!,
+          outbox_seq: taken[0]!.seq,
+          previous_delivery_id: null,
+          created_at: lease.fanned_at,
+          status: "success",
+          attempt_number: 1,
+          max_retries: 5,
+          retry_strategy: "exponential",
+          next_retry_at: null,
+          completed_at: lease.fanned_at,
+          response_status_code: 204,
+          response_time_ms: 3,
+          error_message: null
+        }])
+      ))
+      // An endpoint made after the fan-out never wanted these events.
+      world.advance(1_000)
+      const later = await world.startReceiver()
+      await tenant.createEndpoint(later.url)
+
+      // While the lease runs, the batch is still the dead worker's: nothing is sent.
+      expect(await world.drain()).toBe(0)
+      expect(receiver.requests).toHaveLength(0)
+
+      world.advance(LEASE_SECONDS * 1000)
+      expect(await world.drain()).toBe(2)
+      expect(receiver.deliveries().map((e) => e.id)).toEqual([events[1]!.id, events[2]!.id])
+      expect(later.requests).toHaveLength(0)
+      const page = await tenant.deliveries(endpoint.id)
+      expect(page.items.map((d: any) => [d.status, d.created_at])).toEqual([
+        ["success", lease.fanned_at],
+        ["success", lease.fanned_at],
+        ["success", lease.fanned_at]
+      ])
+      expect(new Set(page.items.map((d: any) => d.event_id))).toEqual(new Set(events.map((e) => e.event_id)))
+
+      // The lease is gone with the batch: nothing is stored or sent again.
+      world.advance(LEASE_SECONDS * 1000)
+      expect(await world.drain()).toBe(0)
+      expect(receiver.requests).toHaveLength(2)
+    })
+
+    it("queues what the batch lacked behind a suspension that came meanwhile", async () => {
+      world = await startWebhookApp(certificate, { database, dispatch: { leaseSeconds: LEASE_SECONDS } })
+      const tenant = await world.newTenant()
+      const failing = await world.startReceiver(503)
+      const endpoint = await tenant.createEndpoint(failing.url, { retry_strategy: "none" })
+      const event = await world.test.app.run(makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: {} }))
+      await tenant.emit([event])
+      await fanOutAndDie()
+      // Twenty later events fail in a row and suspend the endpoint.
+      await tenant.emit(await world.test.app.run(Effect.all(
+        Array.from({ length: 20 }, () => makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: {} }))
+      )))
+      await world.drain()
+      expect((await tenant.endpoint(endpoint.id)).status).toBe("suspended")
+
+      world.advance(LEASE_SECONDS * 1000)
+      await world.drain()
+      const queued = await tenant.deliveries(endpoint.id, "status=queued")
+      expect(queued.items.map((d: any) => d.event_id)).toEqual([event.event_id])
+      expect(failing.deliveries().filter((e) => e.id === event.id)).toHaveLength(0)
+    })
+  })
+}
