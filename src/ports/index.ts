@@ -12,4 +12,12 @@ export { type ConnectTokenRecord, ConnectTokenStore } from "./ConnectTokenStore.
 export { OutboundError, type OutboundRequest, type OutboundResponse, OutboundHttp } from "./OutboundHttp.ts"
 export { WebhookEndpointStore, type WebhookEndpointRecord } from "./WebhookEndpointStore.ts"
 export { type Notification, Notifier } from "./Notifier.ts"
-export { type DeliveryKey, type DeliverySave, type DeliveryStateOf, WebhookDeliveryStore, type WebhookDeliveryRecord } from "./WebhookDeliveryStore.ts"
+export {
+  type DeliveryKey,
+  type DeliverySave,
+  type DeliveryStateOf,
+  type FanOutHold,
+  type FanOutLease,
+  WebhookDeliveryStore,
+  type WebhookDeliveryRecord
+} from "./WebhookDeliveryStore.ts"
