@@ -57,8 +57,10 @@ export type FanOutHold = Pick<FanOutLease, "id" | "holder">
 /** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
   /**
-   * Stores new deliveries. With `leaseUntil` they are stored claimed, as if `claimDue` had just
-   * leased them to the caller, and if the caller dies they come back when the lease passes.
+   * Stores new deliveries, leaving out those whose endpoint no longer exists (a delivery stored after
+   * its attempt may outlive its endpoint by a moment). With `leaseUntil` they are stored claimed, as if
+   * `claimDue` had just leased them to the caller, and if the caller dies they come back when the
+   * lease passes.
    */
   readonly insertMany: (
     deliveries: ReadonlyArray<WebhookDeliveryRecord>,

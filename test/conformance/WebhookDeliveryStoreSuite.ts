@@ -120,6 +120,16 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       expect(await getDelivery(h, batch.at(-1)!)).toEqual(batch.at(-1))
     })
 
+    it("leaves out deliveries whose endpoint was deleted, and stores the rest of the batch", async () => {
+      const [kept, deleted] = await endpointsOfNewTenant(2)
+      await h().run(WebhookEndpointStore.use((s) => s.delete(deleted!.tenant_id, deleted!.id)))
+      const stored = deliveryRecord(kept!)
+      await insert(h, [deliveryRecord(deleted!), stored, deliveryRecord(deleted!)])
+
+      expect(await listAll(h, kept!)).toEqual([stored])
+      expect(await listAll(h, deleted!)).toEqual([])
+    })
+
     it("accepts an empty batch", async () => {
       const [endpoint] = await endpointsOfNewTenant()
       await insert(h, [])

@@ -87,7 +87,17 @@ const statements = (dialect: Dialect) => ({
         column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
       ),
     types: NUMERIC_COLUMNS,
-    text: (rows) => `INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")}) ${rows}`
+    // Only deliveries whose endpoint still exists: a worker stores a delivery after its attempt, and the
+    // endpoint may have been deleted meanwhile (its deliveries went with it). On PostgreSQL the endpoint
+    // row is key-share locked as the foreign key check would, so a delete running at the same time
+    // either waits for this insert (and then removes its rows) or is seen finished (and nothing is stored).
+    text: (rows) =>
+      `WITH v (${INSERT_COLUMNS.join(", ")}) AS (${rows})
+      INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")})
+      SELECT ${INSERT_COLUMNS.map((c) => `v.${c}`).join(", ")} FROM v
+      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.webhook_endpoint_id${
+        dialect === "postgres" ? " FOR KEY SHARE" : ""
+      })`
   }),
   // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
   save: rowStatement<DeliverySave>({
