@@ -16,10 +16,10 @@ beforeAll(() => {
 const LEASE_SECONDS = 120
 
 // A worker stores a delivery it fanned out only once it has been attempted, and holds the batch
-// through a fan-out lease meanwhile. These tests leave such a lease behind as a worker that died
-// would, and check what the next worker makes of it.
+// through a fan-out lease meanwhile. These tests change the endpoint during an attempt, or leave
+// such a lease behind as a worker that died would, and check what is stored and sent.
 for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postgres"])]) {
-  describe.skipIf(!hasOpenssl)(`a fan-out whose worker died, on ${database} (needs the openssl CLI)`, () => {
+  describe.skipIf(!hasOpenssl)(`deliveries stored after their attempt, and a fan-out whose worker died, on ${database} (needs the openssl CLI)`, () => {
     let world: WebhookApp
     afterEach(() => world?.close())
 
@@ -104,6 +104,27 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
       expect(await world.drain()).toBe(0)
       expect(receiver.requests).toHaveLength(2)
     })
+
+    it("stores a delivery whose endpoint was set inactive during its attempt as dead-lettered, like the endpoint's others", async () => {
+      world = await startWebhookApp(certificate, { database, dispatch: { leaseSeconds: LEASE_SECONDS } })
+      const tenant = await world.newTenant()
+      const slow = await world.startReceiver("hang")
+      const endpoint = await tenant.createEndpoint(slow.url, { timeout_seconds: 5 })
+      await tenant.createContact()
+      const drained = world.drain()
+      for (const deadline = Date.now() + 10_000; slow.requests.length < 1;) {
+        if (Date.now() > deadline) throw new Error("the delivery was never sent")
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      // Not stored yet: it is stored once its attempt is over.
+      expect((await tenant.deliveries(endpoint.id)).items).toEqual([])
+      expect((await tenant.as("PATCH", `/webhook-endpoints/${endpoint.id}`, { is_active: false })).status).toBe(200)
+
+      await drained
+      const page = await tenant.deliveries(endpoint.id)
+      expect(page.items.map((d: any) => [d.status, d.error_message])).toEqual([["dead_letter", "endpoint set inactive"]])
+      expect(slow.requests).toHaveLength(1)
+    }, 20_000)
 
     it("queues what the batch lacked behind a suspension that came meanwhile", async () => {
       world = await startWebhookApp(certificate, { database, dispatch: { leaseSeconds: LEASE_SECONDS } })
