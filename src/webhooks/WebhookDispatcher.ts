@@ -75,11 +75,11 @@ const LEASE_MARGIN_SECONDS = 10
 const CLAIM_AT_LEAST_EVERY_ROUNDS = 8
 
 /**
- * A running worker's recorder waits up to `RECORD_GATHER_MS` of real time for outcomes to gather
- * while it has fewer than `RECORD_GATHER`.
+ * A running worker's recorder, holding fewer than `RECORD_GATHER` outcomes while requests are still
+ * in flight, waits `RECORD_GATHER_MS` of real time for more before it writes them.
  */
 const RECORD_GATHER = 256
-const RECORD_GATHER_MS = 10
+const RECORD_GATHER_MS = 50
 
 /** How often (by the Clock) a running worker looks for deliveries whose worker died holding them. */
 const EXPIRED_LOOK_SECONDS = 5
@@ -646,6 +646,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         let rounds = 0
         const stoppedIn = new Map<string, number>()
         let done = 0
+        // Deliveries the senders hold (taken from the queue, outcome not yet handed to the recorder).
+        let inHand = 0
         let lastExpiredLook: string | undefined
         // While claims keep finding nothing, a running worker claims only every few rounds: new
         // deliveries come leased from the fan-out anyway, and each claim is a round trip that a new
@@ -691,6 +693,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             if (Option.isNone(next)) return
             const { batch, delivery, endpoint, leaseUntil, round } = next.value
             done += 1
+            inHand += 1
             // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
             // could time out (a slow receiver held the queue up), which would let another worker send
             // it too. Its lease is freed and it is claimed again.
@@ -699,6 +702,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
                 leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
               ? undefined
               : yield* send(endpoint, delivery.envelope)
+            inHand -= 1
             yield* Queue.offer(finished, [delivery, outcome, batch])
           }
         })
@@ -711,9 +715,10 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             const batch = yield* Queue.takeAll(finished).pipe(Effect.option)
             if (Option.isNone(batch)) return
             const results: Array<Attempted> = [...batch.value]
-            // A running worker lets a small batch gather for a moment: each group commit costs about
-            // the same for 20 outcomes as for 500, and receivers already have what is recorded here.
-            if (running !== undefined && results.length < RECORD_GATHER) {
+            // While more is on its way, a running worker lets a small batch gather for a moment: a group
+            // commit's statements cost about the same for 20 outcomes as for 250, and receivers already
+            // have what is recorded here. Once nothing is in flight, what came back is written at once.
+            if (running !== undefined && results.length < RECORD_GATHER && inHand > 0) {
               yield* idle(running, RECORD_GATHER_MS)
               results.push(...yield* Queue.clear(finished))
             }
