@@ -29,6 +29,8 @@ export type ReceiverCount = Omit<Answer<"count">, "id" | "type">
 export interface Receiver {
   readonly url: string
   readonly port: number
+  /** The receiver process, for CPU accounting. */
+  readonly pid: number
   /** Status the receiver answers with from now on: 204, or 503 to make deliveries fail. */
   readonly answerWith: (status: number) => Promise<void>
   /** Forgets every arrival. */
@@ -57,6 +59,7 @@ export const startReceiver = async (certificate: Certificate): Promise<Receiver>
   return {
     url: `https://127.0.0.1:${port}/hook`,
     port,
+    pid: child.pid,
     answerWith: async (status) => void await ask({ type: "status", status }, "ok"),
     reset: async () => void await ask({ type: "reset" }, "ok"),
     count,

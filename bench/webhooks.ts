@@ -25,6 +25,7 @@ import { makeCertificate } from "../test/outbound/LocalServers.ts"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
 import { makeBarePoster, type PostClient, postAll } from "./BarePost.ts"
 import { killAllChildren } from "./ChildProcess.ts"
+import { type CpuPerEvent, type Roles, startCpuMeter } from "./CpuMeter.ts"
 import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } from "./Engine.ts"
 import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
 import { startReceiver } from "./Receiver.ts"
@@ -96,6 +97,8 @@ setTimeout(() => abort(`still running after ${HARD_LIMIT_MS / 60_000} minutes`),
 interface Row {
   readonly name: string
   readonly burst?: BurstResult
+  /** CPU per event during the burst, by process role. */
+  readonly cpu?: CpuPerEvent | undefined
   readonly steady?: SteadyResult
   readonly errors?: number
 }
@@ -109,17 +112,19 @@ const record = (row: Row) => {
 const onBurstProgress = (phase: string, events: number) => (count: { readonly unique: number }) =>
   progress(phase, `${count.unique}/${events} delivered`)
 
-const runBurstAndSteady = async (phase: string, produce: Produce, withSteady = true) => {
+const runBurstAndSteady = async (phase: string, produce: Produce, roles: Roles, withSteady = true) => {
   progress(phase, `warm-up, ${WARM_UP} events`)
   await warmUp(receiver, produce, WARM_UP)
   progress(phase, `burst of ${EVENTS} events`)
+  const meter = startCpuMeter(roles)
   const burstResult = await burst(receiver, produce, EVENTS, onBurstProgress(phase, EVENTS))
+  const cpu = meter.perEvent(EVENTS)
   progress(phase, `${burstResult.delivered}/${EVENTS} in ${burstResult.seconds.toFixed(1)} s = ${burstResult.perSecond.toFixed(0)}/s`)
-  if (!withSteady) return { burst: burstResult }
+  if (!withSteady) return { burst: burstResult, cpu }
   progress(phase, `steady ${RATE} events/s for ${STEADY_SECONDS} s`)
   const steadyResult = await steady(receiver, produce, RATE, STEADY_SECONDS)
   progress(phase, `p50 ${steadyResult.p50.toFixed(1)} ms, p99 ${steadyResult.p99.toFixed(1)} ms`)
-  return { burst: burstResult, steady: steadyResult }
+  return { burst: burstResult, cpu, steady: steadyResult }
 }
 
 /** Whether PostgreSQL answers at PG_URL. */
@@ -141,6 +146,14 @@ const freshDatabase = async () => {
   const created = await createPostgresDatabase(PG_URL)
   return { url: created.url, drop: onCleanup(created.drop) }
 }
+
+/** Who does what while worker processes deliver: this process produces, the server stores. */
+const workerRoles = (workers: ReadonlyArray<WorkerProcess>): Roles => ({
+  producer: [process.pid],
+  workers: workers.map((worker) => worker.pid),
+  PostgreSQL: "postgres",
+  receiver: [receiver.pid]
+})
 
 const stopWorkers = async (workers: ReadonlyArray<WorkerProcess>) => {
   let errors = 0
@@ -172,11 +185,13 @@ const bareLoop = async (client: PostClient, label: string, inFlight = CONCURRENC
   progress(phase, `warm-up, ${WARM_UP} posts`)
   await warmUp(receiver, produce, WARM_UP)
   progress(phase, `${EVENTS} posts`)
+  const meter = startCpuMeter({ loop: [process.pid], receiver: [receiver.pid] })
   const result = await burst(receiver, produce, EVENTS, onBurstProgress(phase, EVENTS), EVENTS)
+  const cpu = meter.perEvent(EVENTS)
   poster.close()
   progress(phase, `${result.perSecond.toFixed(0)} POSTs/s`)
   const how = inFlight === 1 ? "one at a time" : `${inFlight} in flight`
-  return record({ name: `bare keep-alive POST loop, ${client}, ${how}, 1 process (${label})`, burst: result })
+  return record({ name: `bare keep-alive POST loop, ${client}, ${how}, 1 process (${label})`, burst: result, cpu })
 }
 
 const sqliteEngine = async (): Promise<Row> => {
@@ -195,7 +210,10 @@ const sqliteEngine = async (): Promise<Row> => {
       if (errors++ === 0) progress(phase, `error: ${error}`)
     }
   })
-  const result = await runBurstAndSteady(phase, (count) => appendEvents(engine.app, subscription.tenantId, count))
+  const result = await runBurstAndSteady(phase, (count) => appendEvents(engine.app, subscription.tenantId, count), {
+    "engine and producer": [process.pid],
+    receiver: [receiver.pid]
+  })
   await workers.stop()
   await release(closeEngine)
   await release(removeDir)
@@ -262,7 +280,7 @@ const postgresEngine = async (processes: number, withReplay: boolean): Promise<R
   const workers = await Promise.all(Array.from({ length: processes }, () =>
     startWorkerProcess({ type: "engine", databaseUrl: database.url, ca: certificate.cert, idleMs: IDLE_MS })))
   const produce: Produce = (count) => appendEvents(engine.app, subscription.tenantId, count)
-  const result = await runBurstAndSteady(phase, produce)
+  const result = await runBurstAndSteady(phase, produce, workerRoles(workers))
   if (withReplay) await backlogReplay(phase, engine, subscription, produce, workers[0]!)
   const errors = await stopWorkers(workers)
   await release(closeEngine)
@@ -298,7 +316,7 @@ const graphileWorker = async (processes: number, batched: boolean, withSteady: b
     await utils.addJobs(envelopes.map((envelope) => ({ identifier: "post", payload: envelope })))
     return envelopes.map((envelope) => envelope.id)
   }
-  const result = await runBurstAndSteady(phase, produce, withSteady)
+  const result = await runBurstAndSteady(phase, produce, workerRoles(workers), withSteady)
   const errors = await stopWorkers(workers)
   await release(releaseUtils)
   await release(database.drop)
@@ -362,6 +380,14 @@ const printReport = (
         `${format.ms(row.steady?.p50).padStart(7)}  ${format.ms(row.steady?.p99).padStart(7)}  ${format.ms(row.steady?.max).padStart(7)}  ` +
         `${(row.steady === undefined ? "—" : `${row.steady.received}/${row.steady.sent}`).padStart(12)}  ${row.errors ?? 0}${incomplete}${dupes}`
     )
+  }
+
+  console.log(`\nCPU per event during the burst, by process (µs of user + system time, from /proc; ${availableParallelism()} CPUs shared)`)
+  for (const row of rows) {
+    if (row.cpu === undefined) continue
+    const parts = Object.entries(row.cpu).map(([role, us]) => `${role} ${us.toFixed(0)}`)
+    const total = Object.values(row.cpu).reduce((sum, us) => sum + us, 0)
+    console.log(`  ${row.name.padEnd(name)}  ${parts.join(", ")}; total ${total.toFixed(0)}`)
   }
 
   const verdict = (met: boolean | undefined, goal: string) =>
