@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto"
+import { createHmac, createSecretKey } from "node:crypto"
 import * as https from "node:https"
 import * as tls from "node:tls"
 import { Pool } from "undici"
@@ -22,7 +22,9 @@ export const BASELINE_SECRET = `whsec_${Buffer.from("benchmark-baseline-signing-
 /** One TLS context trusting Node's CAs and `ca`, as the guarded client keeps one rather than a `ca` option per request. */
 const trusting = (ca: string) => tls.createSecureContext({ ca: [...tls.getCACertificates("default"), ca] })
 
-const signingKey = Buffer.from(BASELINE_SECRET.slice("whsec_".length), "base64")
+// A KeyObject, as the engine's signer keeps one per secret: on Node 24 an HMAC keyed by a Buffer costs
+// about 9 µs (the key is imported anew each time) against under 2 µs for a KeyObject.
+const signingKey = createSecretKey(Buffer.from(BASELINE_SECRET.slice("whsec_".length), "base64"))
 
 /** The Standard Webhooks headers of a delivery, signed with the baseline key. */
 const signedHeaders = (messageId: string, body: string): Record<string, string> => {
