@@ -40,6 +40,15 @@ export const makeEvent = (input: {
 // is stored and sent as the same text.
 const json = new WeakMap<EventEnvelope, string>()
 
+/**
+ * Records `text` as the JSON of `envelope`, for a store that read the envelope from JSON it can
+ * reassemble more cheaply than serializing the parsed object again. `text` must be the envelope's
+ * JSON with its keys in the object's order.
+ */
+export const rememberEnvelopeJson = (envelope: EventEnvelope, text: string): void => {
+  json.set(envelope, text)
+}
+
 /** The envelope as JSON text, serialized once per envelope object. */
 export const envelopeJson = (envelope: EventEnvelope): string => {
   let text = json.get(envelope)

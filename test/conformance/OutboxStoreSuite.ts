@@ -1,5 +1,6 @@
 import { Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
+import { envelopeJson } from "../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { outboxEvent } from "./Fixtures.ts"
@@ -115,6 +116,23 @@ export const outboxStoreSuite = (h: UseHarness): void => {
         expect(new Set(ids).size).toBe(60)
         expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
       })
+    })
+
+    it("hands out events whose JSON is the JSON of the event as read, whatever its data holds", async () => {
+      await h().run(take(1_000_000))
+      const tenantId = freshTenantId()
+      const events = [
+        { quote: "say \"hi\"\n\t\\", "2": "integer-like keys first", b: [1, 2.5, -0, 1e21, null, true] },
+        // An own "__proto__" key, as only parsed JSON makes one.
+        JSON.parse(`{"__proto__": {"polluted": true}, "": "", "emoji": "🚀 山田 \u2028", "nested": {"deep": [{"a": {}}]}}`)
+      ].map((data) => outboxEvent(tenantId, { data }))
+      await h().run(OutboxStore.use((s) => s.append(events)))
+
+      for (const { event } of await h().run(take(10))) {
+        expect(envelopeJson(event)).toBe(JSON.stringify(event))
+      }
+      const read = await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))
+      expect(read.map(envelopeJson)).toEqual(read.map((event) => JSON.stringify(event)))
     })
 
     it("reads events back by sequence number, in append order, leaving out unknown numbers", async () => {

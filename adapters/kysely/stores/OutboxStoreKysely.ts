@@ -1,15 +1,31 @@
 import { Effect, Layer } from "effect"
 import { sql } from "kysely"
-import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
+import { type EventEnvelope, rememberEnvelopeJson } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 
-/** An outbox row as the event it stores. */
-const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data: string }): EventEnvelope => ({
-  ...row,
-  data: JSON.parse(data) as Record<string, unknown>
-})
+/**
+ * An outbox row as the event it stores. Its JSON (what a webhook delivery sends) is assembled from
+ * the stored `data` text rather than serialized again from the parsed object: `append` stored that
+ * text with `JSON.stringify`, so the result is the same text.
+ */
+const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data: string }): EventEnvelope => {
+  const event: EventEnvelope = {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    type: row.type,
+    event_id: row.event_id,
+    created_at: row.created_at,
+    data: JSON.parse(data) as Record<string, unknown>
+  }
+  rememberEnvelopeJson(
+    event,
+    `{"id":${JSON.stringify(row.id)},"tenant_id":${JSON.stringify(row.tenant_id)},"type":${JSON.stringify(row.type)},` +
+      `"event_id":${JSON.stringify(row.event_id)},"created_at":${JSON.stringify(row.created_at)},"data":${data}}`
+  )
+  return event
+}
 
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
