@@ -176,7 +176,7 @@ const bareLoop = async (client: PostClient, label: string, inFlight = CONCURRENC
   const poster = makeBarePoster(receiver.url, certificate.cert, client)
   const envelopes = Effect.runSync(contactEvents("bench_tenant", WARM_UP + EVENTS))
   const messages = envelopes.map((envelope) => [envelope.id, JSON.stringify(envelope)] as const)
-  // Each call posts the next `count` messages, all in one keep-alive loop with CONCURRENCY in flight.
+  // Each call posts the next `count` messages, all in one keep-alive loop with `inFlight` in flight.
   const produce: Produce = async (count) => {
     const batch = messages.splice(0, count)
     await postAll(poster, batch, inFlight)

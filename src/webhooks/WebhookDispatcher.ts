@@ -328,6 +328,17 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         return undefined
       }
 
+      /**
+       * Stores deliveries not stored yet, as `row` makes each, leaving out those whose fan-out lease is
+       * no longer this worker's (another worker took the batch over and stores them itself). Call
+       * inside the storing transaction.
+       */
+      const storeHeld = <T>(items: ReadonlyArray<T>, batchOf: (item: T) => Batch | undefined, row: (item: T) => WebhookDeliveryRecord) =>
+        Effect.gen(function*() {
+          const held = yield* deliveries.holdFanOuts(holdsOf(items.map(batchOf)))
+          yield* deliveries.insertMany(items.filter((item) => held.has(batchOf(item)!.hold.id)).map(row))
+        })
+
       /** A save that only lands if the row is still in the state the transition started from. */
       const saveOf = (key: DeliveryKey, from: DeliveryMachine.DeliveryState, state: DeliveryMachine.DeliveryState) => ({
         state: { ...state, id: key.id, tenant_id: key.tenant_id },
@@ -352,13 +363,9 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           // them. Those whose fan-out lease another worker took over are that worker's to store.
           const fresh = results.filter(([, , batch]) => batch !== undefined)
           if (fresh.length > 0 && Option.isSome(locked)) {
-            const held = yield* deliveries.holdFanOuts(holdsOf(fresh.map(([, , batch]) => batch)))
             const move = EndpointMachine.outstandingMove(locked.value)
-            yield* deliveries.insertMany(
-              fresh.filter(([, , batch]) => held.has(batch!.hold.id)).map(([delivery]) =>
-                move === undefined ? delivery : DeliveryMachine.transition(delivery, move, at).state
-              )
-            )
+            yield* storeHeld(fresh, ([, , batch]) => batch, ([delivery]) =>
+              move === undefined ? delivery : DeliveryMachine.transition(delivery, move, at).state)
           }
           type Row = { readonly from: DeliveryMachine.DeliveryState; readonly state: DeliveryMachine.DeliveryState }
           const read = (from: number) =>
@@ -461,13 +468,9 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           const stored = fast.filter(({ batch }) => batch === undefined)
           const fresh = fast.filter(({ batch }) => batch !== undefined)
           const save = deliveries.saveMany(stored.map(({ delivery, state }) => saveOf(delivery, delivery, state)))
-          const written = fresh.length === 0 ? yield* save : yield* transactor.withTransaction(Effect.gen(function*() {
-            const held = yield* deliveries.holdFanOuts(holdsOf(fresh.map(({ batch }) => batch)))
-            yield* deliveries.insertMany(
-              fresh.filter(({ batch }) => held.has(batch!.hold.id)).map(({ delivery, state }) => ({ ...delivery, ...state }))
-            )
-            return yield* save
-          }))
+          const written = fresh.length === 0 ? yield* save : yield* transactor.withTransaction(
+            Effect.andThen(storeHeld(fresh, ({ batch }) => batch, ({ delivery, state }) => ({ ...delivery, ...state })), save)
+          )
           for (const { delivery, outcome } of stored) {
             if (written.has(delivery.id)) continue
             const group = careful.get(delivery.webhook_endpoint_id) ?? []
@@ -650,7 +653,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         let inHand = 0
         let lastExpiredLook: string | undefined
         // While claims keep finding nothing, a running worker claims only every few rounds: new
-        // deliveries come leased from the fan-out anyway, and each claim is a round trip that a new
+        // deliveries come from the fan-out anyway, and each claim is a round trip that a new
         // event would otherwise wait behind. Retries and replays wait a few rounds at most.
         let claimsFound = true
         let claimsSkipped = 0
@@ -696,7 +699,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             inHand += 1
             // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
             // could time out (a slow receiver held the queue up), which would let another worker send
-            // it too. Its lease is freed and it is claimed again.
+            // it too. It is let go (a fresh one stored due) and claimed again.
             const leaseLeft = (leaseUntil - (yield* Clock.currentTimeMillis)) / 1000
             const outcome = endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round ||
                 leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)

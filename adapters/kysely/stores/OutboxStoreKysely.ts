@@ -27,6 +27,12 @@ const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data
   return event
 }
 
+/** A row read with its place in the outbox, as fan-out takes it. */
+const toPlaced = ({ seq, ...row }: Omit<EventEnvelope, "data"> & { readonly seq: number | string; readonly data: string }) => ({
+  seq: Number(seq),
+  event: toEvent(row)
+})
+
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
   OutboxStore,
@@ -57,13 +63,13 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
             WHERE seq IN (SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock})
             RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
-          rows.map(({ seq, ...row }) => ({ seq: Number(seq), event: toEvent(row) })).sort((a, b) => a.seq - b.seq)
+          rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
         )),
       getBySeqs: (seqs) =>
         seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
           db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
             .where("seq", "in", [...seqs]).orderBy("seq").execute())
-          .pipe(Effect.map((rows) => rows.map(({ seq, ...row }) => ({ seq: Number(seq), event: toEvent(row) }))))
+          .pipe(Effect.map((rows) => rows.map(toPlaced)))
     })
   })
 )
