@@ -14,6 +14,8 @@ export interface Child<Req, Rep> {
 }
 
 const tsx = import.meta.resolve("tsx")
+/** `BENCH_CPU_PROF=dir` makes every child write a V8 CPU profile there when it exits (Node refuses `--cpu-prof` in NODE_OPTIONS). */
+const profiling = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
 const running = new Set<ChildProcess>()
 
 /** Kills every child still running; for the exit and signal handlers. */
@@ -31,7 +33,7 @@ export const forkChild = <Req extends object, Rep extends { readonly id: number 
 ): Child<Req, Rep> => {
   const child = fork(new URL(module, import.meta.url), [], {
     execPath: process.execPath,
-    execArgv: [...nodeOptions, "--import", tsx],
+    execArgv: [...profiling, ...nodeOptions, "--import", tsx],
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   running.add(child)

@@ -2,13 +2,14 @@ import { lookup as dnsLookup } from "node:dns/promises"
 import { isIP, type LookupFunction } from "node:net"
 import { performance } from "node:perf_hooks"
 import * as tls from "node:tls"
-import { Effect, Layer } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { Agent, buildConnector, type Dispatcher } from "undici"
 import {
   OutboundError,
   OutboundHttp,
   type OutboundRequest,
-  type OutboundResponse
+  type OutboundResponse,
+  type OutboundSend
 } from "../../src/ports/OutboundHttp.ts"
 import { type AddressPolicy, makeAddressPolicy } from "./AddressPolicy.ts"
 
@@ -199,114 +200,121 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
     return target
   }
 
+  const send: OutboundSend = (outbound, resume) => {
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+
+    const target = targetOf(outbound.url)
+    if (typeof target === "string") {
+      resume(Exit.fail(new OutboundError({ reason: "UrlNotAllowed", message: target, timeMs: elapsed() })))
+      return () => {}
+    }
+    const { origin, path, authorization } = target
+    const headers: Record<string, string> = {}
+    let hasAuthorization = false
+    for (const [name, value] of Object.entries(outbound.headers)) {
+      const lower = name.toLowerCase()
+      if (MANAGED_HEADERS.has(lower)) continue
+      if (lower === "authorization") hasAuthorization = true
+      headers[name] = value
+    }
+    // Credentials written in the URL, unless the request brings its own, as Node's client does.
+    if (authorization !== undefined && !hasAuthorization) headers.authorization = authorization
+    const maxBytes = outbound.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+
+    let done = false
+    let controller: Dispatcher.DispatchController | undefined
+    const settle = (exit: Exit.Exit<OutboundResponse, OutboundError>) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      resume(exit)
+    }
+    const fail = (reason: OutboundError["reason"], message: string) => {
+      settle(Exit.fail(new OutboundError({ reason, message, timeMs: elapsed() })))
+      controller?.abort(new Error(message))
+    }
+    // Real time on purpose: network timeouts never follow the (possibly manual) Effect clock.
+    const timer = setTimeout(
+      () => fail("Timeout", `${origin} gave no complete answer within ${outbound.timeoutMs} ms`),
+      outbound.timeoutMs
+    )
+
+    const attempt = (retriesLeft: number) => {
+      const openedBefore = connectionsOpened
+      let reusedConnection = false
+      let status = 0
+      let responseHeaders: Record<string, string> = {}
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let responded = false
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart: (requestController) => {
+          controller = requestController
+          reusedConnection = connectionsOpened === openedBefore
+          // Settled while it waited for a connection (timed out or interrupted): it is never sent.
+          if (done) requestController.abort(new Error("the request was abandoned before it was sent"))
+        },
+        onResponseStart: (_controller, statusCode, headers) => {
+          responded = true
+          status = statusCode
+          responseHeaders = flattenHeaders(headers)
+          const declared = Number(responseHeaders["content-length"])
+          if (declared > maxBytes) fail("TooLarge", `${origin} answered ${declared} bytes, more than ${maxBytes}`)
+        },
+        onResponseData: (_controller, chunk) => {
+          size += chunk.length
+          if (size > maxBytes) return fail("TooLarge", `${origin} answered more than ${maxBytes} bytes`)
+          chunks.push(chunk)
+        },
+        onResponseEnd: () => {
+          const body = new Uint8Array(size)
+          let offset = 0
+          for (const chunk of chunks) {
+            body.set(chunk, offset)
+            offset += chunk.length
+          }
+          settle(Exit.succeed({ status, headers: responseHeaders, body, timeMs: elapsed() }))
+        },
+        onResponseError: (_controller, error: NodeJS.ErrnoException) => {
+          if (done) return
+          if (error instanceof AddressRefused) return fail("UrlNotAllowed", error.message)
+          // A kept-alive connection the server closed while idle fails at once: sent again, as Node's
+          // own client advises. A dropped connection is gone, so each retry meets another one, and
+          // they end with the first failure on a connection opened for the request.
+          const dropped = error.code !== undefined && DROPPED_CONNECTION.has(error.code)
+          if (retriesLeft > 0 && reusedConnection && !responded && dropped) return attempt(retriesLeft - 1)
+          if (responded && error.code === "UND_ERR_SOCKET") {
+            return fail("Connection", `${origin} closed the connection before the response ended`)
+          }
+          fail("Connection", `${origin}: ${describeError(error)}`)
+        }
+      }
+      try {
+        dispatcher.dispatch({ origin, path, method: outbound.method, headers, body: outbound.body ?? null }, handler)
+      } catch (error) {
+        // Undici refuses some header names and values synchronously.
+        fail("Connection", `could not send to ${origin}: ${describeError(error)}`)
+      }
+    }
+    attempt(MAX_SOCKETS_PER_ORIGIN)
+    return () => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      controller?.abort(new Error("interrupted"))
+    }
+  }
+
   const request = (outbound: OutboundRequest) =>
     Effect.callback<OutboundResponse, OutboundError>((resume) => {
-      const started = performance.now()
-      const elapsed = () => Math.round(performance.now() - started)
-
-      const target = targetOf(outbound.url)
-      if (typeof target === "string") {
-        return resume(Effect.fail(new OutboundError({ reason: "UrlNotAllowed", message: target, timeMs: elapsed() })))
-      }
-      const { origin, path, authorization } = target
-      const headers: Record<string, string> = {}
-      let hasAuthorization = false
-      for (const [name, value] of Object.entries(outbound.headers)) {
-        const lower = name.toLowerCase()
-        if (MANAGED_HEADERS.has(lower)) continue
-        if (lower === "authorization") hasAuthorization = true
-        headers[name] = value
-      }
-      // Credentials written in the URL, unless the request brings its own, as Node's client does.
-      if (authorization !== undefined && !hasAuthorization) headers.authorization = authorization
-      const maxBytes = outbound.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
-
-      let done = false
-      let controller: Dispatcher.DispatchController | undefined
-      const settle = (effect: Effect.Effect<OutboundResponse, OutboundError>) => {
-        if (done) return
-        done = true
-        clearTimeout(timer)
-        resume(effect)
-      }
-      const fail = (reason: OutboundError["reason"], message: string) => {
-        settle(Effect.fail(new OutboundError({ reason, message, timeMs: elapsed() })))
-        controller?.abort(new Error(message))
-      }
-      // Real time on purpose: network timeouts never follow the (possibly manual) Effect clock.
-      const timer = setTimeout(
-        () => fail("Timeout", `${origin} gave no complete answer within ${outbound.timeoutMs} ms`),
-        outbound.timeoutMs
-      )
-
-      const send = (retriesLeft: number) => {
-        const openedBefore = connectionsOpened
-        let reusedConnection = false
-        let status = 0
-        let responseHeaders: Record<string, string> = {}
-        const chunks: Array<Buffer> = []
-        let size = 0
-        let responded = false
-        const handler: Dispatcher.DispatchHandler = {
-          onRequestStart: (requestController) => {
-            controller = requestController
-            reusedConnection = connectionsOpened === openedBefore
-            // Settled while it waited for a connection (timed out or interrupted): it is never sent.
-            if (done) requestController.abort(new Error("the request was abandoned before it was sent"))
-          },
-          onResponseStart: (_controller, statusCode, headers) => {
-            responded = true
-            status = statusCode
-            responseHeaders = flattenHeaders(headers)
-            const declared = Number(responseHeaders["content-length"])
-            if (declared > maxBytes) fail("TooLarge", `${origin} answered ${declared} bytes, more than ${maxBytes}`)
-          },
-          onResponseData: (_controller, chunk) => {
-            size += chunk.length
-            if (size > maxBytes) return fail("TooLarge", `${origin} answered more than ${maxBytes} bytes`)
-            chunks.push(chunk)
-          },
-          onResponseEnd: () => {
-            const body = new Uint8Array(size)
-            let offset = 0
-            for (const chunk of chunks) {
-              body.set(chunk, offset)
-              offset += chunk.length
-            }
-            settle(Effect.succeed({ status, headers: responseHeaders, body, timeMs: elapsed() }))
-          },
-          onResponseError: (_controller, error: NodeJS.ErrnoException) => {
-            if (done) return
-            if (error instanceof AddressRefused) return fail("UrlNotAllowed", error.message)
-            // A kept-alive connection the server closed while idle fails at once: sent again, as Node's
-            // own client advises. A dropped connection is gone, so each retry meets another one, and
-            // they end with the first failure on a connection opened for the request.
-            const dropped = error.code !== undefined && DROPPED_CONNECTION.has(error.code)
-            if (retriesLeft > 0 && reusedConnection && !responded && dropped) return send(retriesLeft - 1)
-            if (responded && error.code === "UND_ERR_SOCKET") {
-              return fail("Connection", `${origin} closed the connection before the response ended`)
-            }
-            fail("Connection", `${origin}: ${describeError(error)}`)
-          }
-        }
-        try {
-          dispatcher.dispatch({ origin, path, method: outbound.method, headers, body: outbound.body ?? null }, handler)
-        } catch (error) {
-          // Undici refuses some header names and values synchronously.
-          fail("Connection", `could not send to ${origin}: ${describeError(error)}`)
-        }
-      }
-      send(MAX_SOCKETS_PER_ORIGIN)
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        clearTimeout(timer)
-        controller?.abort(new Error("interrupted"))
-      })
+      const abandon = send(outbound, resume)
+      return Effect.sync(abandon)
     })
 
   return {
     request,
+    send,
     close: () => dispatcher.destroy()
   }
 }

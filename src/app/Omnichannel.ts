@@ -21,7 +21,7 @@ import type { ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
 import type { WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import type { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
-import { OutboundError, OutboundHttp } from "../ports/OutboundHttp.ts"
+import { type OutboundClient, OutboundError, OutboundHttp, outboundHttpOf } from "../ports/OutboundHttp.ts"
 import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
 import { DispatchSettings, WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
 import type { ContactStore } from "../ports/ContactStore.ts"
@@ -102,7 +102,7 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    * The guarded client for tenant-supplied URLs (webhooks), e.g. `makeGuardedHttp` from
    * `omnichannel-core/http`. Without one every outbound request fails, so deliveries retry and fail.
    */
-  readonly outbound?: OutboundHttp["Service"]
+  readonly outbound?: OutboundClient
   /** Sends account notifications (webhook suspension, …); without one they are logged. */
   readonly notifier?: Notifier["Service"]
   /** Overrides of the webhook engine's batch sizes and lease length. */
@@ -111,10 +111,10 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly clock?: Clock.Clock
 }
 
-const noOutbound = OutboundHttp.of({
+const noOutbound: OutboundClient = {
   request: () =>
     Effect.fail(new OutboundError({ reason: "Connection", message: "no outbound HTTP client is configured" }))
-})
+}
 
 const logNotifier = Notifier.of({
   send: (notification: Notification) =>
@@ -171,7 +171,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       publicUrl: typeof publicUrl === "string" ? () => publicUrl : publicUrl,
       path: connectPath
     })),
-    Layer.succeed(OutboundHttp, options.outbound ?? noOutbound),
+    Layer.succeed(OutboundHttp, outboundHttpOf(options.outbound ?? noOutbound)),
     Layer.succeed(Notifier, options.notifier ?? logNotifier),
     Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch })
   )

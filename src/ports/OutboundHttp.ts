@@ -1,4 +1,4 @@
-import { Context, type Effect, Schema } from "effect"
+import { Context, Effect, type Exit, Schema } from "effect"
 
 /** A request the service makes for a tenant (a webhook delivery, a verification, a from-url fetch). */
 export interface OutboundRequest {
@@ -32,7 +32,48 @@ export class OutboundError extends Schema.TaggedError<OutboundError>()("Outbound
   timeMs: Schema.optional(Schema.Number)
 }) {}
 
-/** The guarded HTTP client every tenant-supplied URL goes through. */
+/**
+ * Makes `request`, calling `done` once with what it came to (possibly before returning, when the URL
+ * is refused at once); the returned function abandons it, after which `done` is not called.
+ */
+export type OutboundSend = (
+  request: OutboundRequest,
+  done: (result: Exit.Exit<OutboundResponse, OutboundError>) => void
+) => () => void
+
+/**
+ * The guarded HTTP client every tenant-supplied URL goes through. `send` is the same request
+ * answered through a callback: the webhook engine keeps dozens of deliveries in flight with it
+ * without a fiber for each.
+ */
 export class OutboundHttp extends Context.Service<OutboundHttp, {
   readonly request: (request: OutboundRequest) => Effect.Effect<OutboundResponse, OutboundError>
+  readonly send: OutboundSend
 }>()("omnichannel-core/ports/OutboundHttp") {}
+
+/** An outbound client as a host may hand one over: `send` is optional. */
+export interface OutboundClient {
+  readonly request: OutboundHttp["Service"]["request"]
+  readonly send?: OutboundSend
+}
+
+/**
+ * `client` as the port's service: a client without `send` gets one that runs its `request`, so a
+ * custom client only has to write `request`.
+ */
+export const outboundHttpOf = (client: OutboundClient): OutboundHttp["Service"] =>
+  OutboundHttp.of({
+    request: client.request,
+    send: client.send ?? ((request, done) => {
+      // The fiber's own exit is the request's, caught: a runtime reports a fiber that fails unobserved.
+      const fiber = Effect.runFork(Effect.exit(client.request(request)))
+      let abandoned = false
+      fiber.addObserver((exit) => {
+        if (!abandoned) done(exit._tag === "Success" ? exit.value : exit as Exit.Exit<never>)
+      })
+      return () => {
+        abandoned = true
+        fiber.interruptUnsafe()
+      }
+    })
+  })

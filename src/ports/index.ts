@@ -9,7 +9,15 @@ export { Transactor } from "./Transactor.ts"
 export { type ChannelProvider, ChannelProviders, type ProviderConnection, type ProviderField, ProviderRejected } from "./ChannelProviders.ts"
 export { type ChannelRecord, ChannelStore } from "./ChannelStore.ts"
 export { type ConnectTokenRecord, ConnectTokenStore } from "./ConnectTokenStore.ts"
-export { OutboundError, type OutboundRequest, type OutboundResponse, OutboundHttp } from "./OutboundHttp.ts"
+export {
+  type OutboundClient,
+  OutboundError,
+  OutboundHttp,
+  outboundHttpOf,
+  type OutboundRequest,
+  type OutboundResponse,
+  type OutboundSend
+} from "./OutboundHttp.ts"
 export { WebhookEndpointStore, type WebhookEndpointRecord } from "./WebhookEndpointStore.ts"
 export { type Notification, Notifier } from "./Notifier.ts"
 export {

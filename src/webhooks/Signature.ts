@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 
 /** The three Standard Webhooks headers a delivery carries. */
 export interface SignatureHeaders {
@@ -11,6 +11,8 @@ export interface SignatureHeaders {
 export interface HmacSigner {
   readonly name: string
   readonly sign: (secret: string, message: string) => Effect.Effect<string>
+  /** The same MAC computed on the calling thread, where the runtime can (`node:crypto`). */
+  readonly signNow?: (secret: string, message: string) => string
 }
 
 const SECRET_PREFIX = "whsec_"
@@ -82,14 +84,31 @@ const nodeCrypto = ((): NodeCryptoHmac | undefined => {
  */
 export const nativeSigner: HmacSigner | undefined = nodeCrypto === undefined ? undefined : (() => {
   const keyFor = keyCache((secret) => nodeCrypto.createSecretKey(secretBytes(secret)))
+  const signNow = (secret: string, message: string) =>
+    nodeCrypto.createHmac("sha256", keyFor(secret)).update(message).digest("base64")
   return {
     name: "node:crypto",
-    sign: (secret, message) => Effect.sync(() => nodeCrypto.createHmac("sha256", keyFor(secret)).update(message).digest("base64"))
+    sign: (secret, message) => Effect.sync(() => signNow(secret, message)),
+    signNow
   }
 })()
 
 /** The signer deliveries use: the native one where the runtime has it, WebCrypto otherwise. */
 export const signer: HmacSigner = nativeSigner ?? webCryptoSigner
+
+/** What `sign` signs. */
+export interface SignatureInput {
+  readonly secret: string
+  readonly messageId: string
+  readonly timestampSeconds: number
+  readonly body: string
+}
+
+const headersOf = (messageId: string, timestamp: string, mac: string): SignatureHeaders => ({
+  "webhook-id": messageId,
+  "webhook-timestamp": timestamp,
+  "webhook-signature": `v1,${mac}`
+})
 
 /**
  * Signs `body` by the Standard Webhooks scheme: `v1,` + base64 HMAC-SHA256, keyed by the
@@ -97,19 +116,30 @@ export const signer: HmacSigner = nativeSigner ?? webCryptoSigner
  * moment of sending in wall-clock seconds, so a delivery replayed hours later still verifies
  * within a receiver's tolerance.
  */
-export const sign = (
-  input: {
-    readonly secret: string
-    readonly messageId: string
-    readonly timestampSeconds: number
-    readonly body: string
-  },
-  using: HmacSigner = signer
-): Effect.Effect<SignatureHeaders> => {
+export const sign = (input: SignatureInput, using: HmacSigner = signer): Effect.Effect<SignatureHeaders> => {
   const timestamp = String(Math.floor(input.timestampSeconds))
-  return Effect.map(using.sign(input.secret, `${input.messageId}.${timestamp}.${input.body}`), (mac) => ({
-    "webhook-id": input.messageId,
-    "webhook-timestamp": timestamp,
-    "webhook-signature": `v1,${mac}`
-  }))
+  return Effect.map(
+    using.sign(input.secret, `${input.messageId}.${timestamp}.${input.body}`),
+    (mac) => headersOf(input.messageId, timestamp, mac)
+  )
+}
+
+/**
+ * `sign` for callers outside a fiber: `done` gets the headers at once where the signer signs on the
+ * calling thread, and after the signer's job otherwise. A secret that cannot be decoded is a defect.
+ */
+export const signThen = (
+  input: SignatureInput,
+  done: (headers: Exit.Exit<SignatureHeaders>) => void,
+  using: HmacSigner = signer
+): void => {
+  if (using.signNow === undefined) return void Effect.runCallback(sign(input, using), { onExit: done })
+  const timestamp = String(Math.floor(input.timestampSeconds))
+  let mac: string
+  try {
+    mac = using.signNow(input.secret, `${input.messageId}.${timestamp}.${input.body}`)
+  } catch (error) {
+    return done(Exit.die(error))
+  }
+  done(Exit.succeed(headersOf(input.messageId, timestamp, mac)))
 }

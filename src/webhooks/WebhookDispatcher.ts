@@ -1,4 +1,4 @@
-import { type Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
 import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
@@ -6,7 +6,7 @@ import { newId } from "../kernel/Id.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { WallClock } from "../kernel/WallClock.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
-import { OutboundHttp } from "../ports/OutboundHttp.ts"
+import { type OutboundError, OutboundHttp, type OutboundRequest, type OutboundResponse } from "../ports/OutboundHttp.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { TenantStore } from "../ports/TenantStore.ts"
@@ -20,7 +20,7 @@ import {
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import * as DeliveryMachine from "./DeliveryMachine.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
-import { sign } from "./Signature.ts"
+import { sign, type SignatureHeaders, signThen } from "./Signature.ts"
 
 /** How the engine batches its work and how long a claim's lease lasts. */
 export interface DispatchSettings {
@@ -206,6 +206,40 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       const transactor = yield* Transactor
       const DISPATCH = yield* DispatchSettings
 
+      // The POST delivering `body` to `endpoint`, with its signature headers.
+      const requestOf = (endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders): OutboundRequest => ({
+        method: "POST",
+        url: endpoint.url,
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "omnichannel-core-webhooks/1",
+          ...signature,
+          ...(endpoint.authorization_header === null ? {} : { authorization: endpoint.authorization_header })
+        },
+        body,
+        timeoutMs: endpoint.timeout_seconds * 1000,
+        maxResponseBytes: DISPATCH.maxResponseBytes
+      })
+
+      const answered = (response: OutboundResponse): Outcome =>
+        response.status >= 200 && response.status < 300
+          ? { ok: true, status_code: response.status, time_ms: Math.round(response.timeMs), error: "" }
+          : {
+            ok: false,
+            status_code: response.status,
+            time_ms: Math.round(response.timeMs),
+            error: response.status >= 300 && response.status < 400
+              ? `HTTP ${response.status}: redirects are not followed`
+              : `HTTP ${response.status}`
+          }
+
+      const unanswered = (error: OutboundError): Outcome => ({
+        ok: false,
+        status_code: null,
+        time_ms: error.timeMs === undefined ? null : Math.round(error.timeMs),
+        error: `${error.reason}: ${error.message}`
+      })
+
       const send = Effect.fnUntraced(function*(endpoint: WebhookEndpointRecord, envelope: EventEnvelope) {
         const body = envelopeJson(envelope)
         const wall = yield* WallClock
@@ -215,38 +249,9 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           timestampSeconds: wall.nowMillis() / 1000,
           body
         })
-        return yield* outbound.request({
-          method: "POST",
-          url: endpoint.url,
-          headers: {
-            "content-type": "application/json",
-            "user-agent": "omnichannel-core-webhooks/1",
-            ...signature,
-            ...(endpoint.authorization_header === null ? {} : { authorization: endpoint.authorization_header })
-          },
-          body,
-          timeoutMs: endpoint.timeout_seconds * 1000,
-          maxResponseBytes: DISPATCH.maxResponseBytes
-        }).pipe(
-          Effect.map((response): Outcome =>
-            response.status >= 200 && response.status < 300
-              ? { ok: true, status_code: response.status, time_ms: Math.round(response.timeMs), error: "" }
-              : {
-                ok: false,
-                status_code: response.status,
-                time_ms: Math.round(response.timeMs),
-                error: response.status >= 300 && response.status < 400
-                  ? `HTTP ${response.status}: redirects are not followed`
-                  : `HTTP ${response.status}`
-              }
-          ),
-          Effect.catchTag("OutboundError", (e) =>
-            Effect.succeed<Outcome>({
-              ok: false,
-              status_code: null,
-              time_ms: e.timeMs === undefined ? null : Math.round(e.timeMs),
-              error: `${e.reason}: ${e.message}`
-            }))
+        return yield* outbound.request(requestOf(endpoint, body, signature)).pipe(
+          Effect.map(answered),
+          Effect.catchTag("OutboundError", (e) => Effect.succeed(unanswered(e)))
         )
       })
 
@@ -690,28 +695,114 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             yield* Queue.offerAll(work, [...due, ...fanned.leased])
           }
         }).pipe(Effect.ensuring(Queue.end(work)), Effect.exit)
-        const sender = Effect.gen(function*() {
-          for (;;) {
-            const next = yield* Queue.take(work).pipe(Effect.option)
-            if (Option.isNone(next)) return
-            const { batch, delivery, endpoint, leaseUntil, round } = next.value
+        // The senders: one pump keeping `attemptConcurrency` requests in flight. A finished request hands
+        // its outcome to the recorder and starts the next delivery from the queue at once, so a delivery
+        // costs no fiber of its own; the pump's fiber only waits while the queue is empty or every
+        // request slot is taken. Interrupted, it abandons what is in flight.
+        const clock = yield* Clock.Clock
+        const wall = yield* WallClock
+        const senders = Effect.suspend(() => {
+          let inFlight = 0
+          let ended = false
+          let pumping = false
+          let failure: unknown = undefined
+          let wake: (() => void) | undefined
+          const abandons = new Set<() => void>()
+          const finish = (attempted: Attempted) => {
+            inHand -= 1
+            Queue.offerUnsafe(finished, attempted)
+          }
+          const post = (leased: Leased, endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders) => {
+            // `send` may answer before it returns (a URL refused at once): then there is nothing to abandon.
+            let settled = false
+            let abandon: (() => void) | undefined = undefined
+            abandon = outbound.send(requestOf(endpoint, body, signature), (exit) => {
+              settled = true
+              if (abandon !== undefined) abandons.delete(abandon)
+              inFlight -= 1
+              const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+              if (Exit.isFailure(exit) && Option.isNone(error!)) {
+                // Not an answer nor a failed request: a defect, which fails the run as it would in a fiber.
+                failure ??= Cause.squash(exit.cause)
+                finish([leased.delivery, undefined, leased.batch])
+              } else {
+                finish([leased.delivery, Exit.isSuccess(exit) ? answered(exit.value) : unanswered(Option.getOrThrow(error!)), leased.batch])
+              }
+              pump()
+            })
+            if (!settled) abandons.add(abandon)
+          }
+          const start = (leased: Leased) => {
+            const { delivery, endpoint, leaseUntil, round } = leased
             done += 1
             inHand += 1
             // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
             // could time out (a slow receiver held the queue up), which would let another worker send
             // it too. It is let go (a fresh one stored due) and claimed again.
-            const leaseLeft = (leaseUntil - (yield* Clock.currentTimeMillis)) / 1000
-            const outcome = endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round ||
-                leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
-              ? undefined
-              : yield* send(endpoint, delivery.envelope)
-            inHand -= 1
-            yield* Queue.offer(finished, [delivery, outcome, batch])
+            const leaseLeft = (leaseUntil - clock.currentTimeMillisUnsafe()) / 1000
+            if (
+              endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round ||
+              leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
+            ) {
+              return finish([delivery, undefined, leased.batch])
+            }
+            inFlight += 1
+            const body = envelopeJson(delivery.envelope)
+            const input = { secret: endpoint.secret, messageId: delivery.envelope.id, timestampSeconds: wall.nowMillis() / 1000, body }
+            signThen(input, (signed) => {
+              if (Exit.isSuccess(signed)) return post(leased, endpoint, body, signed.value)
+              inFlight -= 1
+              failure ??= Cause.squash(signed.cause)
+              finish([delivery, undefined, leased.batch])
+              pump()
+            })
           }
-        })
-        const senders = Effect.all(Array.from({ length: DISPATCH.attemptConcurrency }, () => sender), {
-          concurrency: "unbounded",
-          discard: true
+          // Starts deliveries from the queue while slots are free; wakes the fiber when it has to act.
+          const pump = () => {
+            if (pumping) return
+            pumping = true
+            try {
+              while (failure === undefined && !ended && inFlight < DISPATCH.attemptConcurrency) {
+                const next = Queue.takeUnsafe(work)
+                if (next === undefined) break
+                if (Exit.isFailure(next)) ended = true
+                else start(next.value)
+              }
+            } catch (error) {
+              failure ??= error
+            } finally {
+              pumping = false
+            }
+            const act = failure !== undefined || (ended ? inFlight === 0 : inFlight < DISPATCH.attemptConcurrency)
+            if (act && wake !== undefined) {
+              const resume = wake
+              wake = undefined
+              resume()
+            }
+          }
+          const woken = Effect.callback<void>((resume) => {
+            wake = () => resume(Effect.void)
+          })
+          return Effect.gen(function*() {
+            for (;;) {
+              pump()
+              if (failure !== undefined) return yield* Effect.die(failure)
+              if (ended) {
+                if (inFlight === 0) return
+                yield* woken
+              } else if (inFlight < DISPATCH.attemptConcurrency) {
+                // The queue is empty: wait for the feed.
+                const next = yield* Queue.take(work).pipe(Effect.option)
+                if (Option.isNone(next)) ended = true
+                else start(next.value)
+              } else {
+                yield* woken
+              }
+            }
+          }).pipe(Effect.ensuring(Effect.sync(() => {
+            ended = true
+            for (const abandon of abandons) abandon()
+          })))
         }).pipe(Effect.ensuring(Queue.end(finished)))
         const recorder = Effect.gen(function*() {
           for (;;) {

@@ -1,8 +1,9 @@
 import { Effect } from "effect"
-import { makeGuardedHttp } from "../../adapters/http/GuardedHttp.ts"
+import { type GuardedHttp, makeGuardedHttp } from "../../adapters/http/GuardedHttp.ts"
 import type { Bootstrapped } from "../../src/auth/Operator.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { Notification } from "../../src/ports/Notifier.ts"
+import type { OutboundClient } from "../../src/ports/OutboundHttp.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { DispatchSettings } from "../../src/webhooks/WebhookDispatcher.ts"
 import type { Certificate } from "../outbound/LocalServers.ts"
@@ -42,18 +43,25 @@ export interface WebhookApp {
   readonly close: () => Promise<void>
 }
 
-/** Starts the app on sqlite-memory unless told otherwise, with `dispatch` overrides. */
+/**
+ * Starts the app on sqlite-memory unless told otherwise, with `dispatch` overrides; `outboundOf`
+ * makes the client the app gets out of the guarded one (the guarded one itself by default).
+ */
 export const startWebhookApp = async (
   certificate: Certificate,
-  options: { readonly database?: string; readonly dispatch?: Partial<DispatchSettings> } & TestAppOptions = {}
+  options: {
+    readonly database?: string
+    readonly dispatch?: Partial<DispatchSettings>
+    readonly outboundOf?: (guarded: GuardedHttp) => OutboundClient
+  } & TestAppOptions = {}
 ): Promise<WebhookApp> => {
-  const { database = "sqlite-memory", ...makeOptions } = options
+  const { database = "sqlite-memory", outboundOf = (guarded) => guarded, ...makeOptions } = options
   const notifications: Array<Notification> = []
   const outbound = makeGuardedHttp({ allow: ["127.0.0.1/32"], ca: certificate.cert })
   const receivers: Array<Receiver> = []
   const test = await startTestApp(await testDatabases.find((d) => d.name === database)!.open(), {
     ...makeOptions,
-    outbound,
+    outbound: outboundOf(outbound),
     notifier: { send: (notification) => Effect.sync(() => void notifications.push(notification)) }
   })
   const newTenant = async (): Promise<Tenant> => {

@@ -271,3 +271,36 @@ describe.skipIf(!hasOpenssl)("the source filter of an endpoint in selected mode 
     expect(receiver.deliveries().map((e) => (e.data.channel as { id: string }).id).sort()).toEqual([first, second].sort())
   })
 })
+
+describe.skipIf(!hasOpenssl)("a host's own outbound client (needs the openssl CLI)", () => {
+  it("delivers through a client that only has `request`, signed the same, and records a refused address as failed", async () => {
+    const requests: Array<string> = []
+    const own = await startWebhookApp(certificate, {
+      outboundOf: (guarded) => ({
+        request: (request) => {
+          requests.push(request.url)
+          return guarded.request(request)
+        }
+      })
+    })
+    try {
+      const tenant = await own.newTenant()
+      const receiver = await own.startReceiver()
+      const reached = await tenant.createEndpoint(receiver.url)
+      const refused = await tenant.createEndpoint("https://10.0.0.1/hooks/omni", { retry_strategy: "none" })
+      await tenant.createContact("Ada")
+      await own.drain()
+
+      expect(requests.sort()).toEqual(["https://10.0.0.1/hooks/omni", receiver.url].sort())
+      expect(receiver.requests).toHaveLength(1)
+      expect(verifySignature(reached.secret, receiver.requests[0]!)).toMatchObject({ type: "contact.created" })
+      expect((await tenant.deliveries(reached.id)).items).toMatchObject([{ status: "success", attempt_number: 1 }])
+      expect((await tenant.deliveries(refused.id)).items).toMatchObject([{
+        status: "failed",
+        error_message: expect.stringMatching(/^UrlNotAllowed: /)
+      }])
+    } finally {
+      await own.close()
+    }
+  })
+})

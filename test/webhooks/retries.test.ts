@@ -102,6 +102,25 @@ describe.skipIf(!hasOpenssl)("a failed attempt (needs the openssl CLI)", () => {
       error_message: expect.stringMatching(/^Connection: .*ECONNREFUSED/)
     })
   })
+
+  it("records an address the outbound guard refuses (a private one) as a failed attempt, sending nothing", async () => {
+    const receiver = await world.startReceiver()
+    const tenant = await world.newTenant()
+    const refused = await tenant.createEndpoint("https://10.0.0.1/hooks/omni", { retry_strategy: "none" })
+    const reached = await tenant.createEndpoint(receiver.url)
+    await tenant.createContact()
+    await world.drain()
+
+    expect((await tenant.deliveries(refused.id)).items).toMatchObject([{
+      status: "failed",
+      attempt_number: 1,
+      response_status_code: null,
+      error_message: expect.stringMatching(/^UrlNotAllowed: 10\.0\.0\.1 is /)
+    }])
+    // The refusal comes back before the request would be sent; the other endpoint's delivery goes on.
+    expect((await tenant.deliveries(reached.id)).items).toMatchObject([{ status: "success" }])
+    expect(receiver.requests).toHaveLength(1)
+  })
 })
 
 describe.skipIf(!hasOpenssl)("retry schedules (needs the openssl CLI)", () => {

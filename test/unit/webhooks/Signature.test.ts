@@ -1,7 +1,15 @@
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { describe, expect, it } from "vitest"
-import { type HmacSigner, nativeSigner, sign, signer, webCryptoSigner } from "../../../src/webhooks/Signature.ts"
+import {
+  type HmacSigner,
+  nativeSigner,
+  sign,
+  signer,
+  type SignatureHeaders,
+  signThen,
+  webCryptoSigner
+} from "../../../src/webhooks/Signature.ts"
 import { newSigningSecret } from "../../../src/webhooks/WebhookEndpointService.ts"
 
 const nowSeconds = () => Math.floor(Date.now() / 1000)
@@ -54,5 +62,31 @@ describe.each(signers)("Standard Webhooks signatures ($name)", (using) => {
       body: '{"test": 2432232314}'
     }))
     expect(headers["webhook-signature"]).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+  })
+})
+
+describe("signing outside a fiber (signThen)", () => {
+  const input = { secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", messageId: "msg_1", timestampSeconds: 1614265330.9, body: '{"a":1}' }
+  const signedThen = (using: HmacSigner, given = input) =>
+    new Promise<{ readonly exit: Exit.Exit<SignatureHeaders>; readonly atOnce: boolean }>((resolve) => {
+      let returned = false
+      signThen(given, (exit) => resolve({ exit, atOnce: !returned }), using)
+      returned = true
+    })
+
+  it("hands over what sign gives: at once with node:crypto, after the job with WebCrypto", async () => {
+    const expected = await Effect.runPromise(sign(input))
+    const native = await signedThen(nativeSigner!)
+    const web = await signedThen(webCryptoSigner)
+    expect(native).toEqual({ exit: Exit.succeed(expected), atOnce: true })
+    expect(web).toEqual({ exit: Exit.succeed(expected), atOnce: false })
+    expect(expected["webhook-timestamp"]).toBe("1614265330")
+  })
+
+  it("reports a secret that is not base64 as a defect rather than throwing", async () => {
+    for (const using of signers) {
+      const { exit } = await signedThen(using, { ...input, secret: "whsec_not base64!" })
+      expect(Exit.hasDies(exit)).toBe(true)
+    }
   })
 })
