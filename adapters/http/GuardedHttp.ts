@@ -212,11 +212,11 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
     const { origin, path, authorization } = target
     const headers: Record<string, string> = {}
     let hasAuthorization = false
-    for (const [name, value] of Object.entries(outbound.headers)) {
+    for (const name of Object.keys(outbound.headers)) {
       const lower = name.toLowerCase()
       if (MANAGED_HEADERS.has(lower)) continue
       if (lower === "authorization") hasAuthorization = true
-      headers[name] = value
+      headers[name] = outbound.headers[name]!
     }
     // Credentials written in the URL, unless the request brings its own, as Node's client does.
     if (authorization !== undefined && !hasAuthorization) headers.authorization = authorization

@@ -2,7 +2,10 @@ import { Effect } from "effect"
 import { NotFound } from "./ApiError.ts"
 
 /** A new random identifier (UUID v4), used for every resource the service creates. */
-export const newId: Effect.Effect<string> = Effect.sync(() => globalThis.crypto.randomUUID())
+export const newIdNow = (): string => globalThis.crypto.randomUUID()
+
+/** `newIdNow` as an effect. */
+export const newId: Effect.Effect<string> = Effect.sync(newIdNow)
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

@@ -8,16 +8,21 @@ import { rowStatement, runInChunks } from "../RawBatch.ts"
 /**
  * An outbox row as the event it stores. Its JSON (what a webhook delivery sends) is assembled from
  * the stored `data` text rather than serialized again from the parsed object: `append` stored that
- * text with `JSON.stringify`, so the result is the same text.
+ * text with `JSON.stringify`, so the result is the same text. `data` is parsed when first read (and
+ * then kept): fan-out reads it only for a `selected` endpoint's source filter, and a delivery sends
+ * the text.
  */
 const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data: string }): EventEnvelope => {
+  let parsed: Record<string, unknown> | undefined
   const event: EventEnvelope = {
     id: row.id,
     tenant_id: row.tenant_id,
     type: row.type,
     event_id: row.event_id,
     created_at: row.created_at,
-    data: JSON.parse(data) as Record<string, unknown>
+    get data() {
+      return parsed ??= JSON.parse(data) as Record<string, unknown>
+    }
   }
   rememberEnvelopeJson(
     event,

@@ -92,6 +92,8 @@ class DeliverySucceededCommand implements fc.Command<Model, Real> {
   check = () => true
   run(m: Model, r: Real) {
     expect(apply(r, { _tag: "DeliverySucceeded" })).toEqual([])
+    // A second success at the same instant changes nothing, which lets the recorder skip it.
+    expect(transition(r.state, { _tag: "DeliverySucceeded" }, at(r.now))).toEqual({ state: r.state, intents: [] })
     m.lastSuccess = m.now
     if (m.status === "active") m.failures = 0
     agree(m, r)
