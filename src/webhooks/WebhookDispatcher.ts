@@ -505,8 +505,30 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           return stopped
         })
 
-      // The delivery of `event` (outbox `seq`) to `endpoint`, made at `at`: due at once, or queued behind
-      // a suspension (`queued` counts each endpoint's queue as deliveries are made).
+      // The delivery of `event` (outbox `seq`) to `endpoint`, made at `at` and placed by `placement`.
+      const deliveryPlaced = (
+        endpoint: WebhookEndpointRecord,
+        event: EventEnvelope,
+        seq: number,
+        at: string,
+        placement: DeliveryMachine.Placement
+      ): WebhookDeliveryRecord => ({
+        ...DeliveryMachine.make(endpoint, placement, at).state,
+        id: newIdNow(),
+        tenant_id: event.tenant_id,
+        webhook_endpoint_id: endpoint.id,
+        event_id: event.event_id,
+        event_type: event.type,
+        envelope: event,
+        outbox_seq: seq,
+        previous_delivery_id: null,
+        created_at: at
+      })
+
+      const DELIVER: DeliveryMachine.Placement = { _tag: "Deliver" }
+
+      // The delivery of `event` to `endpoint`: due at once, or queued behind a suspension (`queued`
+      // counts each endpoint's queue as deliveries are made). Only a queued one needs the store.
       function* deliveryOf(
         endpoint: WebhookEndpointRecord,
         event: EventEnvelope,
@@ -514,26 +536,10 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         at: string,
         queued: Map<string, number>
       ) {
-        let placement: DeliveryMachine.Placement = { _tag: "Deliver" }
-        if (EndpointMachine.routeEvent(endpoint) === "queue") {
-          const count = queued.get(endpoint.id) ?? (yield* deliveries.countQueued(endpoint.id))
-          queued.set(endpoint.id, count + 1)
-          placement = { _tag: "Queue", queued: count }
-        }
-        const { state } = DeliveryMachine.make(endpoint, placement, at)
-        const delivery: WebhookDeliveryRecord = {
-          ...state,
-          id: newIdNow(),
-          tenant_id: event.tenant_id,
-          webhook_endpoint_id: endpoint.id,
-          event_id: event.event_id,
-          event_type: event.type,
-          envelope: event,
-          outbox_seq: seq,
-          previous_delivery_id: null,
-          created_at: at
-        }
-        return delivery
+        if (EndpointMachine.routeEvent(endpoint) !== "queue") return deliveryPlaced(endpoint, event, seq, at, DELIVER)
+        const count = queued.get(endpoint.id) ?? (yield* deliveries.countQueued(endpoint.id))
+        queued.set(endpoint.id, count + 1)
+        return deliveryPlaced(endpoint, event, seq, at, { _tag: "Queue", queued: count })
       }
 
       // The endpoints of each tenant, read once per batch.
@@ -565,8 +571,12 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         for (const { event, seq } of claimed) {
           const leasedBefore = leased.length
           for (const endpoint of byTenant.get(event.tenant_id) ?? (yield* endpointsOf(byTenant, event.tenant_id))) {
-            if (!wants(endpoint, event) || EndpointMachine.routeEvent(endpoint) === "drop") continue
-            const delivery = yield* deliveryOf(endpoint, event, seq, at, queued)
+            if (!wants(endpoint, event)) continue
+            const route = EndpointMachine.routeEvent(endpoint)
+            if (route === "drop") continue
+            const delivery = route === "deliver"
+              ? deliveryPlaced(endpoint, event, seq, at, DELIVER)
+              : yield* deliveryOf(endpoint, event, seq, at, queued)
             if (delivery.status === "pending") leased.push({ delivery, endpoint, round, leaseUntil: leaseUntilMs, batch })
             else parked.push(delivery)
           }
