@@ -14,7 +14,7 @@ export interface Child<Req, Rep> {
 }
 
 const tsx = import.meta.resolve("tsx")
-/** `BENCH_CPU_PROF=dir` makes every child write a V8 CPU profile there when it exits (Node refuses `--cpu-prof` in NODE_OPTIONS). */
+/** `BENCH_CPU_PROF=dir` makes every child write a V8 CPU profile there when it exits normally (the worker processes do; the receiver is killed) (Node refuses `--cpu-prof` in NODE_OPTIONS). */
 const profiling = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
 const running = new Set<ChildProcess>()
 
