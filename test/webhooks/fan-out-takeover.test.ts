@@ -4,7 +4,8 @@ import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { type FanOutLease, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
-import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
+import { BackgroundWork, drainDueWork } from "../../src/kernel/BackgroundWork.ts"
+import { type Certificate, hasOpenssl, makeCertificate, startServer } from "../outbound/LocalServers.ts"
 import { PG_URL } from "../support/Databases.ts"
 import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
 
@@ -147,5 +148,44 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
       expect(queued.items.map((d: any) => d.event_id)).toEqual([event.event_id])
       expect(failing.deliveries().filter((e) => e.id === event.id)).toHaveLength(0)
     })
+
+    it("abandons the requests in flight when a delivery run is interrupted, and sends them again after the lease", async () => {
+      world = await startWebhookApp(certificate, { database, dispatch: { leaseSeconds: LEASE_SECONDS } })
+      // A receiver that holds the first request open and notes when the client drops it.
+      let dropped = 0
+      let answer = false
+      const server = await startServer((_req, res) => {
+        res.on("close", () => {
+          if (!res.writableFinished) dropped += 1
+        })
+        if (answer) res.writeHead(204).end()
+      }, certificate)
+      try {
+        const tenant = await world.newTenant()
+        const endpoint = await tenant.createEndpoint(`${server.origin}/hooks/omni`, { timeout_seconds: 30 })
+        await tenant.createContact()
+        const run = world.test.app.run(Effect.flatMap(BackgroundWork, (work) => drainDueWork(work.jobs)).pipe(
+          Effect.timeoutOption("1 second")
+        ))
+        await run
+        // The run was cut off with its request unanswered: the request is dropped, nothing is stored.
+        for (const deadline = Date.now() + 5_000; dropped < 1;) {
+          if (Date.now() > deadline) throw new Error("the request in flight was not abandoned")
+          await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+        expect(server.requests).toHaveLength(1)
+        expect((await tenant.deliveries(endpoint.id)).items).toEqual([])
+
+        // Its batch comes back after the lease: sent again with the same webhook-id, and recorded.
+        answer = true
+        world.advance(LEASE_SECONDS * 1000)
+        await world.drain()
+        expect(server.requests).toHaveLength(2)
+        expect(server.requests[1]!.headers["webhook-id"]).toBe(server.requests[0]!.headers["webhook-id"])
+        expect((await tenant.deliveries(endpoint.id)).items).toMatchObject([{ status: "success", attempt_number: 1 }])
+      } finally {
+        await server.close()
+      }
+    }, 20_000)
   })
 }
