@@ -726,22 +726,24 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             inHand -= 1
             Queue.offerUnsafe(finished, attempted)
           }
+          // What a request came to. Neither an answer nor a failed request is a defect: it is kept to fail
+          // the run, as it would have failed a fiber, and the delivery is let go.
+          const outcomeOf = (exit: Exit.Exit<OutboundResponse, OutboundError>): Outcome | undefined => {
+            if (Exit.isSuccess(exit)) return answered(exit.value)
+            const error = Cause.findErrorOption(exit.cause)
+            if (Option.isSome(error)) return unanswered(error.value)
+            failure ??= Cause.squash(exit.cause)
+            return undefined
+          }
           const post = (leased: Leased, endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders) => {
             // `send` may answer before it returns (a URL refused at once): then there is nothing to abandon.
             let settled = false
-            let abandon: (() => void) | undefined = undefined
+            let abandon: (() => void) | undefined
             abandon = outbound.send(requestOf(endpoint, body, signature), (exit) => {
               settled = true
               if (abandon !== undefined) abandons.delete(abandon)
               inFlight -= 1
-              const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
-              if (Exit.isFailure(exit) && Option.isNone(error!)) {
-                // Not an answer nor a failed request: a defect, which fails the run as it would in a fiber.
-                failure ??= Cause.squash(exit.cause)
-                finish([leased.delivery, undefined, leased.batch])
-              } else {
-                finish([leased.delivery, Exit.isSuccess(exit) ? answered(exit.value) : unanswered(Option.getOrThrow(error!)), leased.batch])
-              }
+              finish([leased.delivery, outcomeOf(exit), leased.batch])
               pump()
             })
             if (!settled) abandons.add(abandon)
@@ -794,8 +796,12 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               resume()
             }
           }
+          // The fiber waits for a free slot, or for the last answer once the queue ended.
           const woken = Effect.callback<void>((resume) => {
             wake = () => resume(Effect.void)
+            return Effect.sync(() => {
+              wake = undefined
+            })
           })
           return Effect.gen(function*() {
             for (;;) {
@@ -805,7 +811,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
                 if (inFlight === 0) return
                 yield* woken
               } else if (inFlight < DISPATCH.attemptConcurrency) {
-                // The queue is empty: wait for the feed.
+                // The queue is empty: wait for the feed. A defect met meanwhile fails the run with the next
+                // delivery taken, at the latest the one it let go, claimed again within a few rounds.
                 const next = yield* Queue.take(work).pipe(Effect.option)
                 if (Option.isNone(next)) ended = true
                 else start(next.value)

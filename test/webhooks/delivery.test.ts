@@ -1,8 +1,10 @@
+import { Exit } from "effect"
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
 import type { ChannelType } from "../../src/channels/ChannelType.ts"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
 import { outboxEvents } from "../http/OutboxEvents.ts"
+import { waitUntil } from "../support/Poll.ts"
 import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
 import { connectChannel, createLink, PUBLIC_URL } from "../support/ConnectCustomer.ts"
 import { verifySignature } from "./Receiver.ts"
@@ -299,6 +301,39 @@ describe.skipIf(!hasOpenssl)("a host's own outbound client (needs the openssl CL
         status: "failed",
         error_message: expect.stringMatching(/^UrlNotAllowed: /)
       }])
+    } finally {
+      await own.close()
+    }
+  })
+
+  it("fails the run when the client's callback reports neither an answer nor a failed request, storing nothing", async () => {
+    const own = await startWebhookApp(certificate, {
+      outboundOf: (guarded) => ({
+        request: guarded.request,
+        send: (_request, done) => {
+          setTimeout(() => done(Exit.die(new Error("the client broke"))), 10)
+          return () => {}
+        }
+      })
+    })
+    try {
+      const tenant = await own.newTenant()
+      const endpoint = await tenant.createEndpoint("https://receiver.example/hooks/omni")
+      await tenant.createContact("Ada")
+      await expect(own.drain()).rejects.toThrow("the client broke")
+      // Not recorded as an attempt: the batch's lease brings the event back.
+      expect((await tenant.deliveries(endpoint.id)).items).toEqual([])
+
+      // A running worker reports it too, and goes on.
+      const errors: Array<unknown> = []
+      const workers = own.test.app.startWorkers({ idleMs: 50, onError: (_job, error) => errors.push(error) })
+      try {
+        await tenant.createContact("Grace")
+        await waitUntil("the worker reported the broken client", () => errors.length > 0)
+        expect(String(errors[0])).toContain("the client broke")
+      } finally {
+        await workers.stop()
+      }
     } finally {
       await own.close()
     }
