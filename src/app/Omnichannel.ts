@@ -13,6 +13,7 @@ import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
+import { withOutboxSignal } from "../kernel/OutboxSignal.ts"
 import type { AccountStore } from "../ports/AccountStore.ts"
 import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
 import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
@@ -125,7 +126,7 @@ const logNotifier = Notifier.of({
 export interface WorkerOptions {
   /** Workers in this process; default 1. Processes on one PostgreSQL database share the work too. */
   readonly count?: number
-  /** Real milliseconds a loop waits before looking again when it found nothing; default 50. */
+  /** Real milliseconds a loop waits before looking again when it found nothing (events this process commits end the wait at once); default 50. */
   readonly idleMs?: number
   /** Called with what a failed round threw; the loop goes on after an idle wait. */
   readonly onError?: (job: string, error: unknown) => void
@@ -152,7 +153,7 @@ export interface Omnichannel {
   /**
    * Starts background workers in this process: each runs every job in its own loop (webhook
    * delivery as a continuous pipeline), looking again every `idleMs` (real time, default 50) when
-   * there is nothing to do. `stop` lets each finish and record what it holds. Errors go to
+   * there is nothing to do, or as soon as this process commits events. `stop` lets each finish and record what it holds. Errors go to
    * `onError` (default: logged) and the loops go on. With a manual clock, drive work with
    * `drainDueWork` instead, so it happens when the clock is moved.
    */
@@ -175,7 +176,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     Layer.succeed(Notifier, options.notifier ?? logNotifier),
     Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch })
   )
-  const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(options.storage, host)))
+  // Workers in this process start at once on events it commits (see `withOutboxSignal`).
+  const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(withOutboxSignal(options.storage), host)))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.
   const runtime = ManagedRuntime.make(
     options.clock === undefined ? layer : Layer.merge(layer, Layer.succeed(Clock.Clock, options.clock))

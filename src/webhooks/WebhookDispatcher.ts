@@ -3,6 +3,7 @@ import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
 import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
 import { newId, newIdNow } from "../kernel/Id.ts"
+import { OutboxSignal } from "../kernel/OutboxSignal.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { WallClock } from "../kernel/WallClock.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
@@ -205,6 +206,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       const notifier = yield* Notifier
       const transactor = yield* Transactor
       const DISPATCH = yield* DispatchSettings
+      const signal = yield* OutboxSignal
 
       // The POST delivering `body` to `endpoint`, with its signature headers.
       const requestOf = (endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders): OutboundRequest => ({
@@ -678,6 +680,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         let claimsSkipped = 0
         const feed = Effect.gen(function*() {
           while (running === undefined || !(yield* Deferred.isDone(running.stopping))) {
+            // Events this process commits from here on end the idle wait below.
+            const mark = signal.mark()
             const at = yield* now
             const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
             const claimed: Array<WebhookDeliveryRecord> = []
@@ -703,7 +707,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             done += fanned.events
             if (fanned.events === 0 && due.length === 0) {
               if (running === undefined) return
-              yield* idle(running)
+              yield* Effect.raceFirst(idle(running), signal.after(mark))
               continue
             }
             yield* Queue.offerAll(work, [...due, ...fanned.leased])

@@ -2,6 +2,9 @@ import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { Workers } from "../../src/app/Omnichannel.ts"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
+import { OutboxSignal } from "../../src/kernel/OutboxSignal.ts"
+import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
 import { hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
 import { waitUntil } from "../support/Poll.ts"
 import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
@@ -24,8 +27,8 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
     await hooks?.close()
   })
 
-  const start = () => {
-    workers = hooks.test.app.startWorkers({ idleMs: 5, onError: (_job, error) => errors.push(error) })
+  const start = (idleMs = 5) => {
+    workers = hooks.test.app.startWorkers({ idleMs, onError: (_job, error) => errors.push(error) })
     return workers
   }
 
@@ -86,5 +89,42 @@ describe.skipIf(!hasOpenssl)("background workers", () => {
     const ids = receiver.deliveries().map((event) => event.id)
     expect(new Set(ids).size).toBe(ids.length)
     expect(new Set(ids)).toEqual(new Set(events.map((event) => event.id)))
+  })
+
+  it("starts at once on events this process commits, whatever idleMs says", async () => {
+    const receiver = await hooks.startReceiver()
+    const tenant = await hooks.newTenant()
+    await tenant.createEndpoint(receiver.url)
+    // A look every minute: only the signal of the commit can get the event out within seconds.
+    start(60_000)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const began = Date.now()
+    await tenant.createContact("Prompt")
+    await waitUntil("the delivery arrived", () => receiver.deliveries().length === 1, 5_000)
+    expect(Date.now() - began).toBeLessThan(5_000)
+  })
+
+  it("signals commits that appended events, not rolled-back ones", async () => {
+    const tenant = await hooks.newTenant()
+    const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+    const woke = (mark: number) =>
+      Effect.flatMap(OutboxSignal, (signal) =>
+        Effect.raceFirst(signal.after(mark).pipe(Effect.as(true)), realSleep(50).pipe(Effect.as(false))))
+    const [afterRollback, afterCommit, afterNothing] = await hooks.test.app.run(Effect.gen(function*() {
+      const signal = yield* OutboxSignal
+      const transactor = yield* Transactor
+      const outbox = yield* OutboxStore
+      const event = () => makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: {} })
+      const first = signal.mark()
+      yield* transactor.withTransaction(Effect.andThen(outbox.append([yield* event()]), Effect.fail("rolled back")))
+        .pipe(Effect.ignore)
+      const rolledBack = yield* woke(first)
+      yield* transactor.withTransaction(outbox.append([yield* event()]))
+      const committed = yield* woke(first)
+      const second = signal.mark()
+      yield* transactor.withTransaction(outbox.append([]))
+      return [rolledBack, committed, yield* woke(second)]
+    }))
+    expect({ afterRollback, afterCommit, afterNothing }).toEqual({ afterRollback: false, afterCommit: true, afterNothing: false })
   })
 })
