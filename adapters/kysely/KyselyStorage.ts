@@ -3,9 +3,11 @@ import { Effect, Layer } from "effect"
 import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase } from "kysely"
 import pg from "pg"
 import type { StoragePorts } from "../../src/app/Omnichannel.ts"
+import { OutboxNotices } from "../../src/kernel/OutboxSignal.ts"
 import { KyselyConnection, transactorLayer } from "./Connection.ts"
 import type { Database } from "./Database.ts"
 import { type Dialect, migrate } from "./Migrations.ts"
+import { makeOutboxNotices } from "./OutboxNotices.ts"
 import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
 import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
 import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
@@ -19,12 +21,37 @@ import { webhookEndpointStoreLayer } from "./stores/WebhookEndpointStoreKysely.t
 /** Every port the storage adapter provides. */
 export type Storage = StoragePorts
 
+/** How `layer` reaches the database beyond the Kysely instance. */
+export interface LayerOptions {
+  /**
+   * PostgreSQL: a connection string for one extra connection that LISTENs for other processes'
+   * outbox commits, so idle workers start on them at once. A Kysely instance from `openPostgres`
+   * brings its own; without one, workers find other processes' events at their next look.
+   */
+  readonly listen?: string
+}
+
+// Connection strings of the PostgreSQL instances `openPostgres` made, for their outbox listener.
+const connectionStrings = new WeakMap<Kysely<Database>, string>()
+
+/** PostgreSQL's outbox notices over a connection of their own, closed with the layer. */
+const noticesLayer = (connectionString: string) =>
+  Layer.effect(
+    OutboxNotices,
+    Effect.acquireRelease(
+      Effect.sync(() => makeOutboxNotices(connectionString)),
+      (notices) => Effect.promise(notices.close)
+    )
+  )
+
 /**
  * Every store and the transactor over a Kysely instance you own (you migrate it with `migrate`
  * and close it yourself). This is how an application with its own pool embeds the library.
  */
-export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Storage> =>
-  Layer.mergeAll(
+export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOptions = {}): Layer.Layer<Storage> => {
+  const listen = dialect === "postgres" ? options.listen ?? connectionStrings.get(db) : undefined
+  return Layer.mergeAll(
+    listen === undefined ? Layer.empty : noticesLayer(listen),
     transactorLayer,
     tenantStoreLayer,
     accountStoreLayer,
@@ -36,6 +63,7 @@ export const layer = (db: Kysely<Database>, dialect: Dialect): Layer.Layer<Stora
     webhookEndpointStoreLayer,
     webhookDeliveryStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
+}
 
 /** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */
 export const openSqlite = (path: string): Kysely<Database> => {
@@ -90,7 +118,9 @@ export const openPostgres = (connectionString: string, options: { readonly max?:
         types.get(oid) ?? pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser
     }
   })
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  connectionStrings.set(db, connectionString)
+  return db
 }
 
 /** A Kysely instance over an in-process PGlite (a WASM PostgreSQL), for tests without a server. */

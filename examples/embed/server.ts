@@ -27,7 +27,8 @@ await migrate(db, "postgres")
 const port = Number(process.env.PORT ?? 4000)
 let origin = `http://127.0.0.1:${port}`
 const messaging = await make({
-  storage: layer(db, "postgres"),
+  // `listen`: workers of this and other processes hear of committed events at once (LISTEN/NOTIFY).
+  storage: layer(db, "postgres", { listen: databaseUrl }),
   basePath: "/messaging/api/v1",
   providers: simulatedProviders,
   publicUrl: () => origin,

@@ -4,8 +4,9 @@ import { Transactor } from "../ports/Transactor.ts"
 
 /**
  * Tells this process's workers that events were committed to the outbox, so a worker waiting for
- * work starts on them at once rather than at its next look. Workers in other processes are not
- * told: they find the events at their next look (`idleMs`).
+ * work starts on them at once rather than at its next look: commits of this process, and those of
+ * other processes where the storage passes them on (`OutboxNotices`). Otherwise workers find
+ * events at their next look (`idleMs`).
  */
 export interface OutboxSignalService {
   /** How many commits with events this process has made so far. */
@@ -19,6 +20,19 @@ export const OutboxSignal = Context.Reference<OutboxSignalService>("omnichannel-
   defaultValue: () => ({ mark: () => 0, after: () => Effect.never })
 })
 
+/**
+ * Commits of events by other processes, where the storage can tell (PostgreSQL's LISTEN/NOTIFY):
+ * `subscribe` calls `onNotice` for each (and once after a lost connection is back, for any it
+ * missed) until the returned function is called. By default there are none.
+ */
+export interface OutboxNoticesService {
+  readonly subscribe: (onNotice: () => void) => () => void
+}
+
+export const OutboxNotices = Context.Reference<OutboxNoticesService>("omnichannel-core/kernel/OutboxNotices", {
+  defaultValue: () => ({ subscribe: () => () => {} })
+})
+
 // The outermost running transaction, and whether it appended events so far.
 const Appending = Context.Reference<{ appended: boolean } | undefined>("omnichannel-core/kernel/OutboxSignal/Appending", {
   defaultValue: () => undefined
@@ -26,13 +40,14 @@ const Appending = Context.Reference<{ appended: boolean } | undefined>("omnichan
 
 /**
  * `storage` with the outbox signal: its transactor signals after a transaction that appended events
- * commits (a rolled-back one never does), and an append outside a transaction signals at once.
- * `make` wraps the storage it is given; Effect users composing `servicesLayer` wrap theirs.
+ * commits (a rolled-back one never does), an append outside a transaction signals at once, and the
+ * storage's `OutboxNotices` are listened to from the first wait on. `make` wraps the storage it is
+ * given; Effect users composing `servicesLayer` wrap theirs.
  */
 export const withOutboxSignal = <A, E, R>(
   storage: Layer.Layer<A | Transactor | OutboxStore, E, R>
 ): Layer.Layer<A | Transactor | OutboxStore, E, R> =>
-  Layer.flatMap(storage, (context) => {
+  Layer.flatMap(storage, (context) => Layer.effectContext(Effect.gen(function*() {
     let commits = 0
     const waiters = new Set<() => void>()
     const committed = () => {
@@ -40,10 +55,20 @@ export const withOutboxSignal = <A, E, R>(
       for (const wake of waiters) wake()
       waiters.clear()
     }
+    // Other processes' commits are listened to only where a worker waits: an API-only process holds
+    // no listening connection.
+    const notices = Context.get(context, OutboxNotices)
+    let unsubscribe: (() => void) | undefined
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        unsubscribe?.()
+      })
+    )
     const signal: OutboxSignalService = {
       mark: () => commits,
       after: (mark) =>
         Effect.callback<void>((resume) => {
+          unsubscribe ??= notices.subscribe(committed)
           if (commits !== mark) return resume(Effect.void)
           const wake = () => resume(Effect.void)
           waiters.add(wake)
@@ -54,7 +79,7 @@ export const withOutboxSignal = <A, E, R>(
     }
     const transactor = Context.get(context, Transactor)
     const outbox = Context.get(context, OutboxStore)
-    return Layer.succeedContext(context.pipe(
+    return context.pipe(
       Context.add(Transactor, Transactor.of({
         withTransaction: (effect) =>
           Effect.flatMap(Appending, (outer) => {
@@ -80,5 +105,5 @@ export const withOutboxSignal = <A, E, R>(
             }))
       })),
       Context.add(OutboxSignal, signal)
-    ))
-  })
+    )
+  })))

@@ -3,6 +3,7 @@ import { sql } from "kysely"
 import { type EventEnvelope, rememberEnvelopeJson } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
+import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 
 /**
@@ -48,7 +49,14 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
       dialect: connection.dialect,
       columns: ["id", "tenant_id", "type", "event_id", "created_at", "data"],
       values: (event) => [event.id, event.tenant_id, event.type, event.event_id, event.created_at, JSON.stringify(event.data)],
-      text: (rows) => `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) ${rows}`
+      // On PostgreSQL the same statement notifies `OUTBOX_CHANNEL`, delivered to listeners when the
+      // transaction commits (see `outboxNotices`).
+      text: (rows) => {
+        const insert = `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) ${rows}`
+        return connection.dialect === "postgres"
+          ? `WITH appended AS (${insert} RETURNING 1) SELECT pg_notify('${OUTBOX_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM appended)`
+          : insert
+      }
     })
     return OutboxStore.of({
       append: (events) =>
