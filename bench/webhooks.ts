@@ -2,7 +2,9 @@
  * Webhook delivery benchmark: the library's engine (SQLite in one process, PostgreSQL with 1 and 2
  * worker processes) against two baselines measured in the same run on the same HTTPS receiver: a bare
  * keep-alive POST loop, and graphile-worker running jobs that make the same POSTs on the same
- * PostgreSQL. Machines are shared and noisy, so goals are judged on ratios to those baselines.
+ * PostgreSQL. Machines are shared and noisy, so goals are judged on ratios to those baselines, and
+ * every contender they are read from runs twice (bare loops first and last; the engine and
+ * graphile-worker again in reverse order), keeping its better figures.
  *
  * Each baseline runs with two HTTP clients: Node's `https` module (what a bare loop is usually
  * written with) and undici (what the engine's guarded client posts with, at well under half the
@@ -104,9 +106,33 @@ interface Row {
 }
 
 const rows: Array<Row> = []
+
+/**
+ * Two runs of one contender as one row: the faster burst (with that burst's CPU) and the steady run
+ * with the lower p99. Every contender that goals are read from runs twice, so noise from the other
+ * tenants of the machine falls on all of them alike.
+ */
+const better = (a: Row, b: Row): Row => {
+  const faster = (b.burst?.perSecond ?? 0) > (a.burst?.perSecond ?? 0) ? b : a
+  const steadier = a.steady === undefined || (b.steady !== undefined && b.steady.p99 < a.steady.p99) ? b : a
+  return {
+    name: a.name,
+    ...(faster.burst === undefined ? {} : { burst: faster.burst }),
+    cpu: faster.cpu,
+    ...(steadier.steady === undefined ? {} : { steady: steadier.steady }),
+    errors: (a.errors ?? 0) + (b.errors ?? 0)
+  }
+}
+
+/** Adds a contender's row, or merges a second run into the row of its first (see `better`). */
 const record = (row: Row) => {
-  rows.push(row)
-  return row
+  const index = rows.findIndex((earlier) => earlier.name === row.name)
+  if (index < 0) {
+    rows.push(row)
+    return row
+  }
+  rows[index] = better(rows[index]!, row)
+  return rows[index]!
 }
 
 const onBurstProgress = (phase: string, events: number) => (count: { readonly unique: number }) =>
@@ -367,6 +393,12 @@ const printReport = (
     `the goals' bare loop was measured at about ${ISSUE_BARE_LOOP} POSTs/s; here a loop awaiting each answer does ` +
       `${format.rate(oneAtATime.burst?.perSecond)}/s (node:https) and is printed for reference only`
   )
+  if (!quick) {
+    console.log(
+      "the engine's rows and graphile-worker's batched rows each ran twice, the second time in reverse order: " +
+        "a row shows its faster burst (with that burst's CPU) and its steady run with the lower p99"
+    )
+  }
   console.log(`the engine posts with undici\n`)
   console.log(header)
   console.log("-".repeat(header.length))
@@ -453,10 +485,11 @@ try {
   const firstBare = new Map<PostClient, Row>()
   for (const client of clients) firstBare.set(client, await bareLoop(client, "first"))
   const oneAtATime = await bareLoop("node:https", "reference", 1)
-  const sqlite = await sqliteEngine()
+  let sqlite = await sqliteEngine()
   const postgresRows: Array<Row> = []
   const graphileRows = new Map<PostClient, Array<Row>>(clients.map((client) => [client, []]))
-  if (await postgresReachable()) {
+  const withPostgres = await postgresReachable()
+  if (withPostgres) {
     postgresRows.push(await postgresEngine(1, true))
     postgresRows.push(await postgresEngine(2, false))
     for (const client of clients) {
@@ -466,6 +499,18 @@ try {
     if (!quick) await graphileWorker(1, false, false, "node:https")
   } else {
     progress("setup", `no PostgreSQL at ${PG_URL}: PostgreSQL and graphile-worker phases skipped`)
+  }
+  if (!quick) {
+    // The second run of every contender the goals are read from, in the opposite order.
+    progress("second round", "every engine and batched graphile-worker row again, in reverse order")
+    if (withPostgres) {
+      for (const client of [...clients].reverse()) {
+        graphileRows.set(client, [await graphileWorker(2, true, true, client), await graphileWorker(1, true, true, client)])
+      }
+      postgresRows[1] = await postgresEngine(2, false)
+      postgresRows[0] = await postgresEngine(1, false)
+    }
+    sqlite = await sqliteEngine()
   }
   const baselines: Array<Baseline> = []
   for (const client of clients) {
