@@ -20,6 +20,12 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     limit: number,
     at: string
   ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
+  /**
+   * Whether any event waits to be fanned out: a look that costs one cheap query, so a worker with
+   * nothing to do does not open a transaction to find that out. Another worker may take the events
+   * before this one does.
+   */
+  readonly hasUnfanned: Effect.Effect<boolean, StorageError>
   /** The events with these sequence numbers, in append order; missing ones are left out. */
   readonly getBySeqs: (
     seqs: ReadonlyArray<number>

@@ -114,6 +114,9 @@ interface Leased {
  */
 type Attempted = readonly [WebhookDeliveryRecord, Outcome | undefined, Batch | undefined]
 
+/** What a fan-out that found no events comes to. */
+const NOTHING_FANNED: { readonly events: number; readonly leased: ReadonlyArray<Leased> } = { events: 0, leased: [] }
+
 /** The leases of these batches, each once. */
 const holdsOf = (batches: Iterable<Batch | undefined>): Array<FanOutHold> => {
   const holds = new Set<FanOutHold>()
@@ -558,10 +561,10 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       // Turns a batch of outbox events into deliveries. Those to attempt now are not stored: the batch is
       // held by a fan-out lease while this worker sends them, and each is stored once, as its attempt left
       // it. Those queued behind a suspension are stored at once.
-      const fanOut = (round: number) => transactor.withTransaction(Effect.gen(function*() {
+      const fanOutNow = (round: number) => transactor.withTransaction(Effect.gen(function*() {
         const at = yield* now
         const claimed = yield* outbox.takeUnfanned(DISPATCH.fanOutBatch, at)
-        if (claimed.length === 0) return { events: 0, leased: [] as Array<Leased> }
+        if (claimed.length === 0) return NOTHING_FANNED
         const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
         const leaseUntilMs = Date.parse(leaseUntil)
         const batch: Batch = { hold: { id: yield* newId, holder: yield* newId }, remaining: 0 }
@@ -589,6 +592,11 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         if (leased.length > 0) yield* deliveries.leaseFanOut({ ...batch.hold, seqs, fanned_at: at, lease_until: leaseUntil })
         return { events: claimed.length, leased }
       }))
+
+      // A look first: a worker that finds nothing (another took the events, or none came) spends one
+      // query rather than a transaction.
+      const fanOut = (round: number) =>
+        Effect.flatMap(outbox.hasUnfanned, (waiting) => waiting ? fanOutNow(round) : Effect.succeed(NOTHING_FANNED))
 
       /**
        * Takes over the fan-out leases of workers that died (their time passed) and stores what their

@@ -91,6 +91,16 @@ export const outboxStoreSuite = (h: UseHarness): void => {
         expect(await h().stored.outboxEvents(tenantId)).toEqual(events)
       })
 
+      it("says whether any event waits to be taken", async () => {
+        await takeAll(h)
+        const waiting = () => h().run(OutboxStore.use((s) => s.hasUnfanned))
+        expect(await waiting()).toBe(false)
+        await h().run(OutboxStore.use((s) => s.append([outboxEvent(freshTenantId())])))
+        expect(await waiting()).toBe(true)
+        await h().run(take(10))
+        expect(await waiting()).toBe(false)
+      })
+
       it("leaves the events to take again when the transaction that took them fails", async () => {
         await takeAll(h)
         const tenantId = freshTenantId()

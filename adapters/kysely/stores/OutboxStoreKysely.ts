@@ -78,6 +78,9 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
         }).pipe(Effect.map(({ rows }) =>
           rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
         )),
+      hasUnfanned: query(connection, (db) =>
+        db.selectFrom("outbox_events").select("seq").where("fanned_out_at", "is", null).limit(1).execute())
+        .pipe(Effect.map((rows) => rows.length > 0)),
       getBySeqs: (seqs) =>
         seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
           db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
