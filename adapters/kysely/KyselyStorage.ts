@@ -26,7 +26,8 @@ export interface LayerOptions {
   /**
    * PostgreSQL: a connection string for one extra connection that LISTENs for other processes'
    * outbox commits, so idle workers start on them at once. A Kysely instance from `openPostgres`
-   * brings its own; without one, workers find other processes' events at their next look.
+   * brings its own; without one, workers find other processes' events at their next look. Behind a
+   * pooler in transaction mode, which does not keep LISTEN, give a direct connection string.
    */
   readonly listen?: string
 }
