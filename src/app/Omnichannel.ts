@@ -126,7 +126,10 @@ const logNotifier = Notifier.of({
 export interface WorkerOptions {
   /** Workers in this process; default 1. Processes on one PostgreSQL database share the work too. */
   readonly count?: number
-  /** Real milliseconds a loop waits before looking again when it found nothing (events this process commits end the wait at once); default 50. */
+  /**
+   * Real milliseconds a loop waits before looking again when it found nothing; default 50. Events
+   * committed meanwhile end the wait at once (see `withOutboxSignal`).
+   */
   readonly idleMs?: number
   /** Called with what a failed round threw; the loop goes on after an idle wait. */
   readonly onError?: (job: string, error: unknown) => void
@@ -153,8 +156,8 @@ export interface Omnichannel {
   /**
    * Starts background workers in this process: each runs every job in its own loop (webhook
    * delivery as a continuous pipeline), looking again every `idleMs` (real time, default 50) when
-   * there is nothing to do, or as soon as this process commits events. `stop` lets each finish and record what it holds. Errors go to
-   * `onError` (default: logged) and the loops go on. With a manual clock, drive work with
+   * there is nothing to do, or as soon as events are committed. `stop` lets each finish and record
+   * what it holds. Errors go to `onError` (default: logged) and the loops go on. With a manual clock, drive work with
    * `drainDueWork` instead, so it happens when the clock is moved.
    */
   readonly startWorkers: (options?: WorkerOptions) => Workers

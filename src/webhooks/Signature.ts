@@ -104,6 +104,12 @@ export interface SignatureInput {
   readonly body: string
 }
 
+/** The timestamp header's value and the text the MAC covers. */
+const signedContent = (input: SignatureInput) => {
+  const timestamp = String(Math.floor(input.timestampSeconds))
+  return { timestamp, message: `${input.messageId}.${timestamp}.${input.body}` }
+}
+
 const headersOf = (messageId: string, timestamp: string, mac: string): SignatureHeaders => ({
   "webhook-id": messageId,
   "webhook-timestamp": timestamp,
@@ -117,11 +123,8 @@ const headersOf = (messageId: string, timestamp: string, mac: string): Signature
  * within a receiver's tolerance.
  */
 export const sign = (input: SignatureInput, using: HmacSigner = signer): Effect.Effect<SignatureHeaders> => {
-  const timestamp = String(Math.floor(input.timestampSeconds))
-  return Effect.map(
-    using.sign(input.secret, `${input.messageId}.${timestamp}.${input.body}`),
-    (mac) => headersOf(input.messageId, timestamp, mac)
-  )
+  const { timestamp, message } = signedContent(input)
+  return Effect.map(using.sign(input.secret, message), (mac) => headersOf(input.messageId, timestamp, mac))
 }
 
 /**
@@ -134,10 +137,10 @@ export const signThen = (
   using: HmacSigner = signer
 ): void => {
   if (using.signNow === undefined) return void Effect.runCallback(sign(input, using), { onExit: done })
-  const timestamp = String(Math.floor(input.timestampSeconds))
+  const { timestamp, message } = signedContent(input)
   let mac: string
   try {
-    mac = using.signNow(input.secret, `${input.messageId}.${timestamp}.${input.body}`)
+    mac = using.signNow(input.secret, message)
   } catch (error) {
     return done(Exit.die(error))
   }

@@ -548,15 +548,12 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
       }
 
       // The endpoints of each tenant, read once per batch.
-      const endpointsOf = (byTenant: Map<string, ReadonlyArray<WebhookEndpointRecord>>, tenantId: string) =>
-        Effect.gen(function*() {
-          let found = byTenant.get(tenantId)
-          if (found === undefined) {
-            found = yield* endpoints.list(tenantId)
-            byTenant.set(tenantId, found)
-          }
-          return found
-        })
+      const endpointsOf = (byTenant: Map<string, ReadonlyArray<WebhookEndpointRecord>>, tenantId: string) => {
+        const found = byTenant.get(tenantId)
+        return found !== undefined
+          ? Effect.succeed(found)
+          : Effect.tap(endpoints.list(tenantId), (listed) => Effect.sync(() => byTenant.set(tenantId, listed)))
+      }
 
       // Turns a batch of outbox events into deliveries. Those to attempt now are not stored: the batch is
       // held by a fan-out lease while this worker sends them, and each is stored once, as its attempt left
@@ -575,7 +572,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const seqs: Array<number> = []
         for (const { event, seq } of claimed) {
           const leasedBefore = leased.length
-          for (const endpoint of byTenant.get(event.tenant_id) ?? (yield* endpointsOf(byTenant, event.tenant_id))) {
+          for (const endpoint of yield* endpointsOf(byTenant, event.tenant_id)) {
             if (!wants(endpoint, event)) continue
             const route = EndpointMachine.routeEvent(endpoint)
             if (route === "drop") continue
@@ -678,8 +675,8 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         let rounds = 0
         const stoppedIn = new Map<string, number>()
         let done = 0
-        // Deliveries the senders hold (taken from the queue, outcome not yet handed to the recorder).
-        let inHand = 0
+        // Requests the senders have in flight (outcome not yet handed to the recorder).
+        let inFlight = 0
         let lastExpiredLook: string | undefined
         // While claims keep finding nothing, a running worker claims only every few rounds: new
         // deliveries come from the fan-out anyway, and each claim is a round trip that a new
@@ -728,15 +725,16 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const clock = yield* Clock.Clock
         const wall = yield* WallClock
         const senders = Effect.suspend(() => {
-          let inFlight = 0
           let ended = false
           let pumping = false
           let failure: unknown = undefined
           let wake: (() => void) | undefined
           const abandons = new Set<() => void>()
-          const finish = (attempted: Attempted) => {
-            inHand -= 1
-            Queue.offerUnsafe(finished, attempted)
+          // A request in flight came to `outcome` (none if it was never answered nor failed).
+          const settle = (leased: Leased, outcome: Outcome | undefined) => {
+            inFlight -= 1
+            Queue.offerUnsafe(finished, [leased.delivery, outcome, leased.batch])
+            pump()
           }
           // What a request came to. Neither an answer nor a failed request is a defect: it is kept to fail
           // the run, as it would have failed a fiber, and the delivery is let go.
@@ -754,16 +752,13 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             abandon = outbound.send(requestOf(endpoint, body, signature), (exit) => {
               settled = true
               if (abandon !== undefined) abandons.delete(abandon)
-              inFlight -= 1
-              finish([leased.delivery, outcomeOf(exit), leased.batch])
-              pump()
+              settle(leased, outcomeOf(exit))
             })
             if (!settled) abandons.add(abandon)
           }
           const start = (leased: Leased) => {
             const { delivery, endpoint, leaseUntil, round } = leased
             done += 1
-            inHand += 1
             // Not sent: the endpoint is gone or stopped, or the lease would run out before the request
             // could time out (a slow receiver held the queue up), which would let another worker send
             // it too. It is let go (a fresh one stored due) and claimed again.
@@ -772,17 +767,15 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
               endpoint === undefined || (stoppedIn.get(endpoint.id) ?? -1) >= round ||
               leaseLeft < Math.min(endpoint.timeout_seconds + LEASE_MARGIN_SECONDS, DISPATCH.leaseSeconds / 2)
             ) {
-              return finish([delivery, undefined, leased.batch])
+              return void Queue.offerUnsafe(finished, [delivery, undefined, leased.batch])
             }
             inFlight += 1
             const body = envelopeJson(delivery.envelope)
             const input = { secret: endpoint.secret, messageId: delivery.envelope.id, timestampSeconds: wall.nowMillis() / 1000, body }
             signThen(input, (signed) => {
               if (Exit.isSuccess(signed)) return post(leased, endpoint, body, signed.value)
-              inFlight -= 1
               failure ??= Cause.squash(signed.cause)
-              finish([delivery, undefined, leased.batch])
-              pump()
+              settle(leased, undefined)
             })
           }
           // Starts deliveries from the queue while slots are free; wakes the fiber when it has to act.
@@ -845,7 +838,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             // While more is on its way, a running worker lets a small batch gather for a moment: a group
             // commit's statements cost about the same for 20 outcomes as for 250, and receivers already
             // have what is recorded here. Once nothing is in flight, what came back is written at once.
-            if (running !== undefined && results.length < RECORD_GATHER && inHand > 0) {
+            if (running !== undefined && results.length < RECORD_GATHER && inFlight > 0) {
               yield* idle(running, RECORD_GATHER_MS)
               results.push(...yield* Queue.clear(finished))
             }

@@ -50,7 +50,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
       columns: ["id", "tenant_id", "type", "event_id", "created_at", "data"],
       values: (event) => [event.id, event.tenant_id, event.type, event.event_id, event.created_at, JSON.stringify(event.data)],
       // On PostgreSQL the same statement notifies `OUTBOX_CHANNEL`, delivered to listeners when the
-      // transaction commits (see `outboxNotices`).
+      // transaction commits (see `makeOutboxNotices`).
       text: (rows) => {
         const insert = `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data) ${rows}`
         return connection.dialect === "postgres"
