@@ -1,5 +1,5 @@
 import { Context, Effect, Exit, Layer } from "effect"
-import type { ControlledTransaction } from "kysely"
+import { type ControlledTransaction, type RawBuilder, sql } from "kysely"
 import { StorageError } from "../../src/ports/StorageError.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { type Database, type Db, UNIQUE_INDEXES } from "./Database.ts"
@@ -43,6 +43,15 @@ export const toStorageError = (error: unknown): StorageError => {
       e.code === "57P01" || e.code === "40001" || e.code === "40P01")
   return new StorageError({ reason: unavailable ? "Unavailable" : "Unknown", message, cause: error })
 }
+
+/**
+ * The claim condition of an UPDATE that leases rows: `column` is one of the keys `keys` (a subquery
+ * picking and, on PostgreSQL, locking them; raw SQL, which is not put in parentheses) selects. PostgreSQL gets `= ANY(ARRAY(…))`, which it always
+ * answers through the key's index; with `IN (…)` its planner may hash the picked keys and scan the whole
+ * table instead, so every claim would cost more as the table grows (the outbox keeps every event).
+ */
+export const amongKeys = (dialect: Dialect, column: string, keys: RawBuilder<unknown>) =>
+  dialect === "postgres" ? sql<boolean>`${sql.ref(column)} = ANY(ARRAY(${keys}))` : sql<boolean>`${sql.ref(column)} IN (${keys})`
 
 /** Runs one query on the current transaction, or on the root handle outside one. */
 export const query = <A>(

@@ -2,7 +2,7 @@ import { Effect, Layer } from "effect"
 import { sql } from "kysely"
 import { type EventEnvelope, rememberEnvelopeJson } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
-import { KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, KyselyConnection, query } from "../Connection.ts"
 import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 
@@ -71,9 +71,9 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
       takeUnfanned: (limit, at) =>
         query(connection, (db) => {
           const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock}`
           return sql<{ seq: number; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }>`
-            UPDATE outbox_events SET fanned_out_at = ${at}
-            WHERE seq IN (SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock})
+            UPDATE outbox_events SET fanned_out_at = ${at} WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
             RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
           rows.map(toPlaced).sort((a, b) => a.seq - b.seq)

@@ -10,7 +10,7 @@ import {
 import { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
-import { KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, KyselyConnection, query } from "../Connection.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
@@ -145,8 +145,7 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
       claimDue: (now, leaseUntil, limit) =>
         query(connection, (db) => {
           const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
-          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
-            WHERE id IN (SELECT id FROM (
+          const due = sql`SELECT id FROM (
               SELECT * FROM (SELECT id, created_at, outbox_seq FROM webhook_deliveries
                 WHERE status = 'pending' AND lease_expires_at IS NULL
                 ORDER BY created_at, outbox_seq LIMIT ${limit}${lock}) AS pending
@@ -154,17 +153,20 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
               SELECT * FROM (SELECT id, created_at, outbox_seq FROM webhook_deliveries
                 WHERE status = 'retrying' AND lease_expires_at IS NULL AND next_retry_at <= ${now}
                 ORDER BY next_retry_at, created_at, outbox_seq LIMIT ${limit}${lock}) AS retrying
-            ) AS due ORDER BY created_at, outbox_seq LIMIT ${limit})
+            ) AS due ORDER BY created_at, outbox_seq LIMIT ${limit}`
+          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
+            WHERE ${amongKeys(connection.dialect, "id", due)}
             RETURNING *`.execute(db)
         }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
       claimExpired: (now, leaseUntil, limit) =>
         query(connection, (db) => {
           const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
-          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
-            WHERE id IN (SELECT id FROM webhook_deliveries
+          const expired = sql`SELECT id FROM webhook_deliveries
               WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ${now}
                 AND (status = 'pending' OR (status = 'retrying' AND next_retry_at <= ${now}))
-              ORDER BY lease_expires_at LIMIT ${limit}${lock})
+              ORDER BY lease_expires_at LIMIT ${limit}${lock}`
+          return sql<WebhookDeliveriesTable>`UPDATE webhook_deliveries SET lease_expires_at = ${leaseUntil}
+            WHERE ${amongKeys(connection.dialect, "id", expired)}
             RETURNING *`.execute(db)
         }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
       // Only the machine's columns change after creation: the envelope is not serialized and rewritten per attempt.
@@ -239,9 +241,10 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
       claimExpiredFanOuts: (now, leaseUntil, holder, limit) =>
         query(connection, (db) => {
           const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const expired = sql`SELECT id FROM webhook_fanout_leases WHERE lease_until <= ${now}
+              ORDER BY lease_until LIMIT ${limit}${lock}`
           return sql<WebhookFanOutLeasesTable>`UPDATE webhook_fanout_leases SET holder = ${holder}, lease_until = ${leaseUntil}
-            WHERE id IN (SELECT id FROM webhook_fanout_leases WHERE lease_until <= ${now}
-              ORDER BY lease_until LIMIT ${limit}${lock})
+            WHERE ${amongKeys(connection.dialect, "id", expired)}
             RETURNING *`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
           rows.map((row): FanOutLease => ({ ...row, seqs: (JSON.parse(row.seqs) as Array<number>).map(Number) }))

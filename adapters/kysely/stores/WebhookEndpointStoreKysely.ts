@@ -1,7 +1,8 @@
 import { Effect, Layer, Option } from "effect"
+import { sql } from "kysely"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../../src/ports/WebhookEndpointStore.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
-import { KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, KyselyConnection, query } from "../Connection.ts"
 import type { WebhookEndpointsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
@@ -68,12 +69,13 @@ export const webhookEndpointStoreLayer: Layer.Layer<WebhookEndpointStore, never,
       },
       claimDueChecks: (now, leaseUntil, limit) =>
         query(connection, (db) => {
-          let due = db.selectFrom("webhook_endpoints").select("id")
-            .where("suspended_at", "is not", null).where("next_reactivation_at", "<=", now)
-            .where((eb) => eb.or([eb("check_lease_until", "is", null), eb("check_lease_until", "<=", now)]))
-            .orderBy("next_reactivation_at").limit(limit)
-          if (connection.dialect === "postgres") due = due.forUpdate().skipLocked()
-          return db.updateTable("webhook_endpoints").set({ check_lease_until: leaseUntil }).where("id", "in", due)
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const due = sql`SELECT id FROM webhook_endpoints
+            WHERE suspended_at IS NOT NULL AND next_reactivation_at <= ${now}
+              AND (check_lease_until IS NULL OR check_lease_until <= ${now})
+            ORDER BY next_reactivation_at LIMIT ${limit}${lock}`
+          return db.updateTable("webhook_endpoints").set({ check_lease_until: leaseUntil })
+            .where(amongKeys(connection.dialect, "id", due))
             .returningAll().execute()
         }).pipe(Effect.map((rows) => rows.map(fromRow))),
       delete: (tenantId, id) =>
