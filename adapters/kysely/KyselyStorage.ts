@@ -8,6 +8,7 @@ import { KyselyConnection, transactorLayer } from "./Connection.ts"
 import type { Database } from "./Database.ts"
 import { type Dialect, migrate } from "./Migrations.ts"
 import { makeOutboxNotices } from "./OutboxNotices.ts"
+import { type BackgroundCheckpoints, FALLBACK_CHECKPOINT_PAGES, startBackgroundCheckpoints } from "./SqliteCheckpoints.ts"
 import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
 import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
 import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
@@ -66,14 +67,36 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 
+/** How `openSqlite` runs the database. */
+export interface SqliteOptions {
+  /**
+   * Who checkpoints the write-ahead log of a file database: `"background"` (the default), a worker
+   * thread with its own connection, so the copying and syncing never hold up the event loop (the
+   * application's connection still checkpoints itself should the log pass 4,000 pages); or
+   * `"inline"`, the application's connection every 1,000 pages, as SQLite does by default.
+   */
+  readonly checkpoints?: "background" | "inline"
+}
+
+/** Whether `path` names a database that lives only in memory (no file, so no write-ahead log). */
+const inMemory = (path: string) => path === "" || path === ":memory:" || path.startsWith("file::memory:")
+
 /** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */
-export const openSqlite = (path: string): Kysely<Database> => {
+export const openSqlite = (path: string, options: SqliteOptions = {}): Kysely<Database> => {
   const database = new SqliteDatabase(path)
   database.pragma("journal_mode = WAL")
   database.pragma("synchronous = NORMAL")
   database.pragma("busy_timeout = 5000")
   database.pragma("foreign_keys = ON")
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
+  let checkpoints: BackgroundCheckpoints | undefined
+  if ((options.checkpoints ?? "background") === "background" && !inMemory(path)) {
+    database.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`)
+    checkpoints = startBackgroundCheckpoints(path, (message) =>
+      process.emitWarning(`SQLite background checkpoints stopped (${message}); the connection checkpoints itself`))
+  }
+  return new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(database, () => checkpoints?.close()) })
+  })
 }
 
 /** Statements kept prepared per database: the hot queries repeat, and preparing costs more than running. */
@@ -84,12 +107,13 @@ const STATEMENT_CACHE_SIZE = 256
  * Kysely prepares every query it runs, and the webhook engine runs the same few thousands of times a
  * second. Sharing a statement is safe: queries on the one connection run one at a time.
  */
-const withStatementCache = (database: SqliteDatabase.Database): SqliteDialectDatabase => {
+const withStatementCache = (database: SqliteDatabase.Database, onClose: () => void): SqliteDialectDatabase => {
   const statements = new Map<string, SqliteDatabase.Statement>()
   return {
     close: () => {
       statements.clear()
       database.close()
+      onClose()
     },
     prepare: (text) => {
       let statement = statements.get(text)
