@@ -61,6 +61,20 @@ export const query = <A>(
   Effect.flatMap(CurrentTransaction, (trx) =>
     Effect.tryPromise({ try: () => run(trx ?? connection.db), catch: toStorageError }))
 
+/**
+ * Runs `run` as one atomic unit: on the current transaction if there is one (it commits or rolls back
+ * with it), in a transaction of its own otherwise.
+ */
+export const atomically = <A>(
+  connection: KyselyConnection["Service"],
+  run: (db: Db) => Promise<A>
+): Effect.Effect<A, StorageError> =>
+  Effect.flatMap(CurrentTransaction, (trx) =>
+    Effect.tryPromise({
+      try: () => trx !== undefined ? run(trx) : connection.db.transaction().execute(run),
+      catch: toStorageError
+    }))
+
 /** The `Transactor` port over Kysely's controlled transactions; nested calls join the outer one. */
 export const transactorLayer: Layer.Layer<Transactor, never, KyselyConnection> = Layer.effect(
   Transactor,

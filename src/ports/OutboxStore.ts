@@ -11,21 +11,6 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     tenantId: string,
     options: { readonly limit: number; readonly offset?: number; readonly type?: string }
   ) => Effect.Effect<ReadonlyArray<EventEnvelope>, StorageError>
-  /**
-   * Marks up to `limit` events not yet fanned out to webhooks as fanned out at `at`, and returns
-   * them in append order. Call inside the transaction that creates their deliveries, so both commit
-   * or neither does. Workers taking at once get disjoint events (PostgreSQL skips rows another holds).
-   */
-  readonly takeUnfanned: (
-    limit: number,
-    at: string
-  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
-  /**
-   * Whether any event waits to be fanned out: a look that costs one cheap query, so a worker with
-   * nothing to do does not open a transaction to find that out. Another worker may take the events
-   * before this one does.
-   */
-  readonly hasUnfanned: Effect.Effect<boolean, StorageError>
   /** The events with these sequence numbers, in append order; missing ones are left out. */
   readonly getBySeqs: (
     seqs: ReadonlyArray<number>

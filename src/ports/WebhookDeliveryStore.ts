@@ -114,8 +114,17 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
   readonly replayQueued: (endpointId: string) => Effect.Effect<void, StorageError>
   /** Deactivation: the endpoint's unfinished deliveries become `dead_letter` with `reason`. */
   readonly deadLetterOutstanding: (endpointId: string, reason: string, at: string) => Effect.Effect<void, StorageError>
-  /** Stores a fan-out lease; call in the transaction that marks its events fanned out. */
-  readonly leaseFanOut: (lease: FanOutLease) => Effect.Effect<void, StorageError>
+  /**
+   * Takes up to `limit` outbox events not yet fanned out, oldest first, marks them fanned out at
+   * `lease.fanned_at` and stores `lease` over all of them (its `seqs` are theirs), as one atomic step:
+   * if the caller dies, the lease passes and another worker stores what the batch lacked. Takers at
+   * once get disjoint events (PostgreSQL skips rows another holds). Resolves to the events in append
+   * order; when there are none, no lease is stored. A call finding nothing costs one query.
+   */
+  readonly takeFanOut: (
+    limit: number,
+    lease: Omit<FanOutLease, "seqs">
+  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
   /**
    * The ids of those leases still held by the holder given with each (whether or not their time
    * passed). Call inside the transaction that stores the leases' deliveries: on PostgreSQL their rows

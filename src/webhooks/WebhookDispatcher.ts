@@ -555,23 +555,23 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           : Effect.tap(endpoints.list(tenantId), (listed) => Effect.sync(() => byTenant.set(tenantId, listed)))
       }
 
-      // Turns a batch of outbox events into deliveries. Those to attempt now are not stored: the batch is
-      // held by a fan-out lease while this worker sends them, and each is stored once, as its attempt left
-      // it. Those queued behind a suspension are stored at once.
-      const fanOutNow = (round: number) => transactor.withTransaction(Effect.gen(function*() {
+      // Turns a batch of outbox events into deliveries. Taking the events stores the batch's fan-out lease in
+      // the same step, so a round that finds nothing costs one query. Deliveries to attempt now are not
+      // stored: this worker sends them and stores each once, as its attempt left it, while the lease holds
+      // the batch. Those queued behind a suspension are stored at once, and a batch that nobody wants lets
+      // its lease go. If the worker dies first, whoever takes the lease over stores what the batch lacked.
+      const fanOut = (round: number) => Effect.gen(function*() {
         const at = yield* now
-        const claimed = yield* outbox.takeUnfanned(DISPATCH.fanOutBatch, at)
-        if (claimed.length === 0) return NOTHING_FANNED
         const leaseUntil = addSeconds(at, DISPATCH.leaseSeconds)
+        const batch: Batch = { hold: { id: newIdNow(), holder: newIdNow() }, remaining: 0 }
+        const claimed = yield* deliveries.takeFanOut(DISPATCH.fanOutBatch, { ...batch.hold, fanned_at: at, lease_until: leaseUntil })
+        if (claimed.length === 0) return NOTHING_FANNED
         const leaseUntilMs = Date.parse(leaseUntil)
-        const batch: Batch = { hold: { id: yield* newId, holder: yield* newId }, remaining: 0 }
         const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
         const queued = new Map<string, number>()
         const leased: Array<Leased> = []
         const parked: Array<WebhookDeliveryRecord> = []
-        const seqs: Array<number> = []
         for (const { event, seq } of claimed) {
-          const leasedBefore = leased.length
           for (const endpoint of yield* endpointsOf(byTenant, event.tenant_id)) {
             if (!wants(endpoint, event)) continue
             const route = EndpointMachine.routeEvent(endpoint)
@@ -582,18 +582,17 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             if (delivery.status === "pending") leased.push({ delivery, endpoint, round, leaseUntil: leaseUntilMs, batch })
             else parked.push(delivery)
           }
-          if (leased.length > leasedBefore) seqs.push(seq)
         }
         batch.remaining = leased.length
-        yield* deliveries.insertMany(parked)
-        if (leased.length > 0) yield* deliveries.leaseFanOut({ ...batch.hold, seqs, fanned_at: at, lease_until: leaseUntil })
+        if (parked.length > 0 || leased.length === 0) {
+          yield* transactor.withTransaction(Effect.gen(function*() {
+            if (!(yield* deliveries.holdFanOuts([batch.hold])).has(batch.hold.id)) return
+            yield* deliveries.insertMany(parked)
+            if (leased.length === 0) yield* deliveries.releaseFanOuts([batch.hold])
+          }))
+        }
         return { events: claimed.length, leased }
-      }))
-
-      // A look first: a worker that finds nothing (another took the events, or none came) spends one
-      // query rather than a transaction.
-      const fanOut = (round: number) =>
-        Effect.flatMap(outbox.hasUnfanned, (waiting) => waiting ? fanOutNow(round) : Effect.succeed(NOTHING_FANNED))
+      })
 
       /**
        * Takes over the fan-out leases of workers that died (their time passed) and stores what their

@@ -1,16 +1,24 @@
-import { Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { envelopeJson } from "../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { Transactor } from "../../src/ports/Transactor.ts"
+import { WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
 import { outboxEvent } from "./Fixtures.ts"
 import type { UseHarness } from "./Harness.ts"
 
-const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one transaction at a time"
 const AT = "2026-11-22T12:00:00.000Z"
 
-/** Takes up to `limit` unfanned events in a transaction, as the fan-out does. */
-const take = (limit: number) => Transactor.use((t) => t.withTransaction(OutboxStore.use((s) => s.takeUnfanned(limit, AT))))
+/**
+ * Takes every event not yet fanned out, as webhook fan-out does, and lets the lease go: the one way to
+ * learn appended events' sequence numbers.
+ */
+const takeAll = WebhookDeliveryStore.use((s) =>
+  Effect.gen(function*() {
+    const hold = { id: globalThis.crypto.randomUUID(), holder: globalThis.crypto.randomUUID() }
+    const taken = yield* s.takeFanOut(1_000_000, { ...hold, fanned_at: AT, lease_until: AT })
+    yield* s.releaseFanOuts([hold])
+    return taken
+  })
+)
 
 // Outbox rows reference no other table, so each test only needs a tenant id nobody else uses.
 const freshTenantId = (): string => `tenant-${globalThis.crypto.randomUUID()}`
@@ -71,86 +79,12 @@ export const outboxStoreSuite = (h: UseHarness): void => {
         .toEqual([])
     })
 
-    describe("takeUnfanned", () => {
-      // Other tests leave unfanned events; each test takes them all first, so what follows is its own.
-      const takeAll = (h2: typeof h) => h2().run(take(1_000_000))
-
-      it("takes events in append order, up to the limit, each once", async () => {
-        await takeAll(h)
-        const tenantId = freshTenantId()
-        const events = Array.from({ length: 5 }, () => outboxEvent(tenantId))
-        await h().run(OutboxStore.use((s) => s.append(events.slice(0, 3))))
-        await h().run(OutboxStore.use((s) => s.append(events.slice(3))))
-
-        const first = await h().run(take(2))
-        expect(first.map((t) => t.event)).toEqual(events.slice(0, 2))
-        expect(first[0]!.seq).toBeLessThan(first[1]!.seq)
-        expect((await h().run(take(10))).map((t) => t.event)).toEqual(events.slice(2))
-        expect(await h().run(take(10))).toEqual([])
-        // Taking marks, nothing more: the event log still shows every event.
-        expect(await h().stored.outboxEvents(tenantId)).toEqual(events)
-      })
-
-      it("says whether any event waits to be taken", async () => {
-        await takeAll(h)
-        const waiting = () => h().run(OutboxStore.use((s) => s.hasUnfanned))
-        expect(await waiting()).toBe(false)
-        await h().run(OutboxStore.use((s) => s.append([outboxEvent(freshTenantId())])))
-        expect(await waiting()).toBe(true)
-        await h().run(take(10))
-        expect(await waiting()).toBe(false)
-      })
-
-      it("leaves the events to take again when the transaction that took them fails", async () => {
-        await takeAll(h)
-        const tenantId = freshTenantId()
-        const events = Array.from({ length: 3 }, () => outboxEvent(tenantId))
-        await h().run(OutboxStore.use((s) => s.append(events)))
-
-        const exit = await h().exit(Transactor.use((t) => t.withTransaction(
-          OutboxStore.use((s) => s.takeUnfanned(10, AT)).pipe(Effect.andThen(Effect.fail("fan-out failed")))
-        )))
-        expect(Exit.isFailure(exit)).toBe(true)
-        expect((await h().run(take(10))).map((t) => t.event)).toEqual(events)
-      })
-
-      it("gives two concurrent takers disjoint events (needs several connections)", async (ctx) => {
-        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
-        await takeAll(h)
-        const tenantId = freshTenantId()
-        const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
-        await h().run(OutboxStore.use((s) => s.append(events)))
-
-        const [a, b] = await h().run(Effect.all([take(40), take(40)], { concurrency: 2 }))
-        const ids = [...a, ...b].map((t) => t.event.id)
-        expect(new Set(ids).size).toBe(60)
-        expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
-      })
-    })
-
-    it("hands out events whose JSON is the JSON of the event as read, whatever its data holds", async () => {
-      await h().run(take(1_000_000))
-      const tenantId = freshTenantId()
-      const events = [
-        { quote: "say \"hi\"\n\t\\", "2": "integer-like keys first", b: [1, 2.5, -0, 1e21, null, true] },
-        // An own "__proto__" key, as only parsed JSON makes one.
-        JSON.parse(`{"__proto__": {"polluted": true}, "": "", "emoji": "🚀 山田 \u2028", "nested": {"deep": [{"a": {}}]}}`)
-      ].map((data) => outboxEvent(tenantId, { data }))
-      await h().run(OutboxStore.use((s) => s.append(events)))
-
-      for (const { event } of await h().run(take(10))) {
-        expect(envelopeJson(event)).toBe(JSON.stringify(event))
-      }
-      const read = await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))
-      expect(read.map(envelopeJson)).toEqual(read.map((event) => JSON.stringify(event)))
-    })
-
     it("reads events back by sequence number, in append order, leaving out unknown numbers", async () => {
-      await h().run(take(1_000_000))
+      await h().run(takeAll)
       const tenantId = freshTenantId()
       const events = Array.from({ length: 4 }, () => outboxEvent(tenantId))
       await h().run(OutboxStore.use((s) => s.append(events)))
-      const taken = await h().run(take(10))
+      const taken = await h().run(takeAll)
       const seqs = taken.map((t) => t.seq)
 
       const read = await h().run(OutboxStore.use((s) => s.getBySeqs([seqs[3]!, seqs[0]!, seqs[2]! + 1_000_000])))

@@ -1,4 +1,4 @@
-import { Effect, Option } from "effect"
+import { Effect, Exit, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import {
   type FanOutHold,
@@ -7,6 +7,9 @@ import {
   WebhookDeliveryStore
 } from "../../src/ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
+import { type EventEnvelope, envelopeJson } from "../../src/kernel/EventEnvelope.ts"
+import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
 import { outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
 import type { UseHarness } from "./Harness.ts"
 
@@ -285,16 +288,15 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
     })
 
     describe("fan-out leases", () => {
-      // Leases are not scoped by tenant either: each test's are released afterwards, and every
-      // take-over keeps only the leases its test made.
+      // Leases are not scoped by tenant, nor are outbox events waiting to be fanned out: each test takes
+      // whatever waits, keeps to the events and leases it made, and its leases are released afterwards.
       const leasesMade: Array<FanOutHold> = []
       afterEach(async () => {
         await h().run(store((s) => s.releaseFanOuts(leasesMade.splice(0))))
       })
-      const fanOutLease = (overrides: Partial<FanOutLease> = {}): FanOutLease => {
-        const lease: FanOutLease = {
+      const leaseOf = (overrides: Partial<Omit<FanOutLease, "seqs">> = {}): Omit<FanOutLease, "seqs"> => {
+        const lease = {
           id: globalThis.crypto.randomUUID(),
-          seqs: [nextSeq++, nextSeq++, nextSeq++],
           fanned_at: NOW,
           holder: globalThis.crypto.randomUUID(),
           lease_until: LEASE_UNTIL,
@@ -302,6 +304,19 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         }
         leasesMade.push(lease)
         return lease
+      }
+      const takeFanOut = (limit: number, lease: Omit<FanOutLease, "seqs">) => h().run(store((s) => s.takeFanOut(limit, lease)))
+      const append = (events: ReadonlyArray<EventEnvelope>) => h().run(OutboxStore.use((s) => s.append(events)))
+      /** Takes whatever waits to be fanned out, so that what a test appends next is all that waits. */
+      const takeWaiting = () => takeFanOut(1_000_000, leaseOf())
+      /** A lease over three events fanned out just now, as a worker holds one. */
+      const fanOutLease = async (overrides: Partial<Omit<FanOutLease, "seqs">> = {}): Promise<FanOutLease> => {
+        await takeWaiting()
+        const tenantId = globalThis.crypto.randomUUID()
+        await append(Array.from({ length: 3 }, () => outboxEvent(tenantId)))
+        const lease = leaseOf(overrides)
+        const taken = await takeFanOut(10, lease)
+        return { ...lease, seqs: taken.map((t) => t.seq) }
       }
       const hold = (holds: ReadonlyArray<FanOutHold>) => h().run(store((s) => s.holdFanOuts(holds)))
       const takeOver = async (now: string, holder: string, mine: ReadonlyArray<FanOutLease>) => {
@@ -312,10 +327,87 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         return ours
       }
 
+      it("takes events in append order, up to the limit, each once, under a lease over them", async () => {
+        await takeWaiting()
+        const tenantId = globalThis.crypto.randomUUID()
+        const events = Array.from({ length: 5 }, () => outboxEvent(tenantId))
+        await append(events.slice(0, 3))
+        await append(events.slice(3))
+
+        const firstLease = leaseOf({ fanned_at: at("11:58:00.000"), lease_until: at("11:59:00.000") })
+        const first = await takeFanOut(2, firstLease)
+        expect(first.map((t) => t.event)).toEqual(events.slice(0, 2))
+        expect(first[0]!.seq).toBeLessThan(first[1]!.seq)
+        const rest = await takeFanOut(10, leaseOf())
+        expect(rest.map((t) => t.event)).toEqual(events.slice(2))
+        expect(await takeFanOut(10, leaseOf())).toEqual([])
+        // Taking marks, nothing more: the event log still shows every event.
+        expect(await h().stored.outboxEvents(tenantId)).toEqual(events)
+        // The lease holds exactly the events taken with it, with the fan-out time.
+        expect(await hold([firstLease])).toEqual(new Set([firstLease.id]))
+        expect(await takeOver(NOW, "second worker", [{ ...firstLease, seqs: [] }])).toEqual([
+          { ...firstLease, seqs: first.map((t) => t.seq), holder: "second worker", lease_until: at("12:10:00.000") }
+        ])
+      })
+
+      it("stores no lease when there is nothing to take", async () => {
+        await takeWaiting()
+        const lease = leaseOf()
+        expect(await takeFanOut(10, lease)).toEqual([])
+        expect(await hold([lease])).toEqual(new Set())
+      })
+
+      it("leaves the events to take again, and no lease, when the transaction that took them fails", async () => {
+        await takeWaiting()
+        const tenantId = globalThis.crypto.randomUUID()
+        const events = Array.from({ length: 3 }, () => outboxEvent(tenantId))
+        await append(events)
+
+        const lease = leaseOf()
+        const exit = await h().exit(Transactor.use((t) => t.withTransaction(
+          store((s) => s.takeFanOut(10, lease)).pipe(Effect.andThen(Effect.fail("fan-out failed")))
+        )))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(await hold([lease])).toEqual(new Set())
+        expect((await takeFanOut(10, leaseOf())).map((t) => t.event)).toEqual(events)
+      })
+
+      it("gives two concurrent takers disjoint events (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        await takeWaiting()
+        const tenantId = globalThis.crypto.randomUUID()
+        const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
+        await append(events)
+
+        const [a, b] = await h().run(Effect.all([
+          store((s) => s.takeFanOut(40, leaseOf())),
+          store((s) => s.takeFanOut(40, leaseOf()))
+        ], { concurrency: 2 }))
+        const ids = [...a, ...b].map((t) => t.event.id)
+        expect(new Set(ids).size).toBe(60)
+        expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
+      })
+
+      it("hands out events whose JSON is the JSON of the event as read, whatever its data holds", async () => {
+        await takeWaiting()
+        const tenantId = globalThis.crypto.randomUUID()
+        const events = [
+          { quote: "say \"hi\"\n\t\\", "2": "integer-like keys first", b: [1, 2.5, -0, 1e21, null, true] },
+          // An own "__proto__" key, as only parsed JSON makes one.
+          JSON.parse(`{"__proto__": {"polluted": true}, "": "", "emoji": "🚀 山田 \u2028", "nested": {"deep": [{"a": {}}]}}`)
+        ].map((data) => outboxEvent(tenantId, { data }))
+        await append(events)
+
+        const taken = await takeFanOut(10, leaseOf())
+        expect(taken).toHaveLength(2)
+        for (const { event } of taken) expect(envelopeJson(event)).toBe(JSON.stringify(event))
+        const read = await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))
+        expect(read.map(envelopeJson)).toEqual(read.map((event) => JSON.stringify(event)))
+      })
+
       it("is held by its holder alone, and released only by it", async () => {
-        const lease = fanOutLease()
-        const other = fanOutLease()
-        await h().run(store((s) => Effect.forEach([lease, other], (l) => s.leaseFanOut(l), { discard: true })))
+        const lease = await fanOutLease()
+        const other = await fanOutLease()
 
         expect(await hold([lease, { id: other.id, holder: lease.holder }])).toEqual(new Set([lease.id]))
         await h().run(store((s) => s.releaseFanOuts([{ id: lease.id, holder: other.holder }])))
@@ -326,9 +418,8 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       })
 
       it("is taken over only once its time passed, by a new holder, with its events and fan-out time", async () => {
-        const passed = fanOutLease({ lease_until: at("12:01:00.000"), fanned_at: at("11:59:00.000") })
-        const running = fanOutLease({ lease_until: at("12:03:00.000") })
-        await h().run(store((s) => Effect.forEach([passed, running], (l) => s.leaseFanOut(l), { discard: true })))
+        const passed = await fanOutLease({ lease_until: at("12:01:00.000"), fanned_at: at("11:59:00.000") })
+        const running = await fanOutLease({ lease_until: at("12:03:00.000") })
 
         expect(await takeOver(at("12:00:59.999"), "early", [passed, running])).toEqual([])
         const taken = await takeOver(at("12:01:00.000"), "second worker", [passed, running])
@@ -341,8 +432,8 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
 
       it("gives two concurrent take-overs disjoint leases (needs several connections)", async (ctx) => {
         ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
-        const leases = Array.from({ length: 30 }, () => fanOutLease({ lease_until: at("11:00:00.000") }))
-        await h().run(store((s) => Effect.forEach(leases, (l) => s.leaseFanOut(l), { discard: true })))
+        const leases: Array<FanOutLease> = []
+        for (let i = 0; i < 30; i++) leases.push(await fanOutLease({ lease_until: at("11:00:00.000") }))
         const ids = new Set(leases.map((lease) => lease.id))
 
         const [a, b] = await h().run(Effect.all([

@@ -1,8 +1,6 @@
 import { Effect } from "effect"
 import { afterEach, beforeAll, describe, expect, it } from "vitest"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
-import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { Transactor } from "../../src/ports/Transactor.ts"
 import { type FanOutLease, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
 import { BackgroundWork, drainDueWork } from "../../src/kernel/BackgroundWork.ts"
 import { type Certificate, hasOpenssl, makeCertificate, startServer } from "../outbound/LocalServers.ts"
@@ -27,22 +25,16 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
     /** Takes every unfanned event as a worker would, leaves its lease behind, and stores nothing else. */
     const fanOutAndDie = () =>
       world.test.app.run(Effect.gen(function*() {
-        const transactor = yield* Transactor
-        const outbox = yield* OutboxStore
         const deliveries = yield* WebhookDeliveryStore
         const at = world.now()
-        return yield* transactor.withTransaction(Effect.gen(function*() {
-          const taken = yield* outbox.takeUnfanned(1_000, at)
-          const lease: FanOutLease = {
-            id: globalThis.crypto.randomUUID(),
-            seqs: taken.map((t) => t.seq),
-            fanned_at: at,
-            holder: "the worker that died",
-            lease_until: new Date(Date.parse(at) + LEASE_SECONDS * 1000).toISOString()
-          }
-          yield* deliveries.leaseFanOut(lease)
-          return { taken, lease }
-        }))
+        const lease = {
+          id: globalThis.crypto.randomUUID(),
+          fanned_at: at,
+          holder: "the worker that died",
+          lease_until: new Date(Date.parse(at) + LEASE_SECONDS * 1000).toISOString()
+        }
+        const taken = yield* deliveries.takeFanOut(1_000, lease)
+        return { taken, lease: { ...lease, seqs: taken.map((t) => t.seq) } satisfies FanOutLease }
       }))
 
     it("stores and sends, after the lease, what the batch lacked: once each, in its place, and nothing it had", async () => {

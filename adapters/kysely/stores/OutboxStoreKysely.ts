@@ -1,8 +1,7 @@
 import { Effect, Layer } from "effect"
-import { sql } from "kysely"
 import { type EventEnvelope, rememberEnvelopeJson } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
-import { amongKeys, KyselyConnection, query } from "../Connection.ts"
+import { KyselyConnection, query } from "../Connection.ts"
 import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 
@@ -34,7 +33,7 @@ const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data
 }
 
 /** A row read with its place in the outbox, as fan-out takes it. */
-const toPlaced = ({ seq, ...row }: Omit<EventEnvelope, "data"> & { readonly seq: number | string; readonly data: string }) => ({
+export const toPlaced = ({ seq, ...row }: Omit<EventEnvelope, "data"> & { readonly seq: number | string; readonly data: string }) => ({
   seq: Number(seq),
   event: toEvent(row)
 })
@@ -68,19 +67,6 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
           if (options.type !== undefined) q = q.where("type", "=", options.type)
           return q.orderBy("seq").limit(options.limit).offset(options.offset ?? 0).execute()
         }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> => rows.map(toEvent))),
-      takeUnfanned: (limit, at) =>
-        query(connection, (db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
-          const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock}`
-          return sql<{ seq: number; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }>`
-            UPDATE outbox_events SET fanned_out_at = ${at} WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
-            RETURNING seq, id, tenant_id, type, event_id, created_at, data`.execute(db)
-        }).pipe(Effect.map(({ rows }) =>
-          rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
-        )),
-      hasUnfanned: query(connection, (db) =>
-        db.selectFrom("outbox_events").select("seq").where("fanned_out_at", "is", null).limit(1).execute())
-        .pipe(Effect.map((rows) => rows.length > 0)),
       getBySeqs: (seqs) =>
         seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
           db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])

@@ -10,10 +10,11 @@ import {
 import { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
-import { amongKeys, KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, atomically, KyselyConnection, query } from "../Connection.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
+import { toPlaced } from "./OutboxStoreKysely.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
@@ -216,15 +217,44 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
           forEndpoint(endpointId, ["pending", "retrying", "queued"])(db)
             .set({ status: "dead_letter", next_retry_at: null, error_message: reason, completed_at: at }).execute())
           .pipe(Effect.asVoid),
-      leaseFanOut: (lease) =>
-        query(connection, (db) =>
-          db.insertInto("webhook_fanout_leases").values({
-            id: lease.id,
-            seqs: JSON.stringify(lease.seqs),
-            fanned_at: lease.fanned_at,
-            holder: lease.holder,
-            lease_until: lease.lease_until
-          }).execute()).pipe(Effect.asVoid),
+      // A cheap look first: a worker that finds nothing waiting (or woken by the same commit as another,
+      // finds the events taken) spends one quick query, rather than an update that takes locks or, on
+      // SQLite, a write transaction. On PostgreSQL one statement then marks the events and stores their
+      // lease, so it needs no transaction of its own.
+      takeFanOut: (limit, lease) => {
+        type Taken = { seq: number | string; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }
+        const returning = sql`RETURNING seq, id, tenant_id, type, event_id, created_at, data`
+        const take = (db: typeof connection.db) => {
+          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock}`
+          return sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
+            WHERE ${amongKeys(connection.dialect, "seq", unfanned)} ${returning}`
+        }
+        const placed = (rows: ReadonlyArray<Taken>) => rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
+        const takeAndLease = connection.dialect === "postgres"
+          ? query(connection, (db) =>
+            sql<Taken>`WITH taken AS (${take(db)}),
+              leased AS (INSERT INTO webhook_fanout_leases (id, seqs, fanned_at, holder, lease_until)
+                SELECT ${lease.id}, '[' || string_agg(seq::text, ',' ORDER BY seq) || ']', ${lease.fanned_at},
+                  ${lease.holder}, ${lease.lease_until}
+                FROM taken HAVING count(*) > 0)
+              SELECT * FROM taken`.execute(db)).pipe(Effect.map(({ rows }) => placed(rows)))
+          : atomically(connection, async (db) => {
+            const taken = placed((await sql<Taken>`${take(db)}`.execute(db)).rows)
+            if (taken.length > 0) {
+              await db.insertInto("webhook_fanout_leases").values({ ...lease, seqs: JSON.stringify(taken.map((t) => t.seq)) })
+                .execute()
+            }
+            return taken
+          })
+        return Effect.flatMap(
+          // In `seq` order, so it is read from the partial index of waiting events: unordered, the planner may
+          // scan the table from its oldest rows, all fanned out long ago.
+          query(connection, (db) =>
+            db.selectFrom("outbox_events").select("seq").where("fanned_out_at", "is", null).orderBy("seq").limit(1).execute()),
+          (waiting) => waiting.length === 0 ? Effect.succeed([]) : takeAndLease
+        )
+      },
       holdFanOuts: (holds) =>
         holds.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) => {
           const q = db.selectFrom("webhook_fanout_leases").select(["id", "holder"]).where("id", "in", holds.map((h) => h.id))
