@@ -45,13 +45,20 @@ export const toStorageError = (error: unknown): StorageError => {
 }
 
 /**
- * The claim condition of an UPDATE that leases rows: `column` is one of the keys `keys` (a subquery
- * picking and, on PostgreSQL, locking them; raw SQL, which is not put in parentheses) selects. PostgreSQL gets `= ANY(ARRAY(…))`, which it always
- * answers through the key's index; with `IN (…)` its planner may hash the picked keys and scan the whole
- * table instead, so every claim would cost more as the table grows (the outbox keeps every event).
+ * The claim condition of an UPDATE that leases rows: `column` is one of the keys `keys` selects (a
+ * subquery picking the rows and, with `skipLocked`, locking them; raw SQL, which is not put in
+ * parentheses). PostgreSQL gets `= ANY(ARRAY(…))`, which it always answers through the key's index; with
+ * `IN (…)` its planner may hash the picked keys and scan the whole table instead, so every claim would
+ * cost more as the table grows (the outbox keeps every event).
  */
 export const amongKeys = (dialect: Dialect, column: string, keys: RawBuilder<unknown>) =>
   dialect === "postgres" ? sql<boolean>`${sql.ref(column)} = ANY(ARRAY(${keys}))` : sql<boolean>`${sql.ref(column)} IN (${keys})`
+
+/**
+ * The end of a claim's picking subquery: on PostgreSQL concurrent claimers skip each other's rows
+ * instead of waiting or doubling up; SQLite has one writer at a time anyway.
+ */
+export const skipLocked = (dialect: Dialect) => (dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``)
 
 /** Runs one query on the current transaction, or on the root handle outside one. */
 export const query = <A>(

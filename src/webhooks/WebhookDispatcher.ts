@@ -555,6 +555,14 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
           : Effect.tap(endpoints.list(tenantId), (listed) => Effect.sync(() => byTenant.set(tenantId, listed)))
       }
 
+      // Runs `store` in a transaction if this worker still holds the fan-out lease `hold` (none otherwise:
+      // another worker took the batch over and stores it itself).
+      const underLease = <A, E, R>(hold: FanOutHold, store: Effect.Effect<A, E, R>) =>
+        transactor.withTransaction(Effect.gen(function*() {
+          if (!(yield* deliveries.holdFanOuts([hold])).has(hold.id)) return Option.none<A>()
+          return Option.some(yield* store)
+        }))
+
       // Turns a batch of outbox events into deliveries. Taking the events stores the batch's fan-out lease in
       // the same step, so a round that finds nothing costs one query. Deliveries to attempt now are not
       // stored: this worker sends them and stores each once, as its attempt left it, while the lease holds
@@ -585,11 +593,10 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         }
         batch.remaining = leased.length
         if (parked.length > 0 || leased.length === 0) {
-          yield* transactor.withTransaction(Effect.gen(function*() {
-            if (!(yield* deliveries.holdFanOuts([batch.hold])).has(batch.hold.id)) return
-            yield* deliveries.insertMany(parked)
-            if (leased.length === 0) yield* deliveries.releaseFanOuts([batch.hold])
-          }))
+          yield* underLease(
+            batch.hold,
+            Effect.andThen(deliveries.insertMany(parked), leased.length === 0 ? deliveries.releaseFanOuts([batch.hold]) : Effect.void)
+          )
         }
         return { events: claimed.length, leased }
       })
@@ -605,8 +612,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
         const leases = yield* deliveries.claimExpiredFanOuts(at, addSeconds(at, DISPATCH.leaseSeconds), holder, DISPATCH.checkBatch)
         let stored = 0
         for (const lease of leases) {
-          stored += yield* transactor.withTransaction(Effect.gen(function*() {
-            if (!(yield* deliveries.holdFanOuts([lease])).has(lease.id)) return 0
+          const recovered = yield* underLease(lease, Effect.gen(function*() {
             const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
             const wanted: Array<readonly [WebhookEndpointRecord, EventEnvelope, number]> = []
             for (const { event, seq } of yield* outbox.getBySeqs(lease.seqs)) {
@@ -630,6 +636,7 @@ export class WebhookDispatcher extends Context.Service<WebhookDispatcher, {
             yield* deliveries.releaseFanOuts([lease])
             return missing.length
           }))
+          stored += Option.getOrElse(recovered, () => 0)
         }
         return stored
       })

@@ -10,7 +10,7 @@ import {
 import { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
 import { sql } from "kysely"
-import { amongKeys, atomically, KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
@@ -145,7 +145,7 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
       // rows locked but not among the oldest are let go when the statement ends.
       claimDue: (now, leaseUntil, limit) =>
         query(connection, (db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const lock = skipLocked(connection.dialect)
           const due = sql`SELECT id FROM (
               SELECT * FROM (SELECT id, created_at, outbox_seq FROM webhook_deliveries
                 WHERE status = 'pending' AND lease_expires_at IS NULL
@@ -161,7 +161,7 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
         }).pipe(Effect.map(({ rows }) => rows.map(fromRow).sort(byAge))),
       claimExpired: (now, leaseUntil, limit) =>
         query(connection, (db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const lock = skipLocked(connection.dialect)
           const expired = sql`SELECT id FROM webhook_deliveries
               WHERE lease_expires_at IS NOT NULL AND lease_expires_at <= ${now}
                 AND (status = 'pending' OR (status = 'retrying' AND next_retry_at <= ${now}))
@@ -223,24 +223,22 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
       // lease, so it needs no transaction of its own.
       takeFanOut: (limit, lease) => {
         type Taken = { seq: number | string; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }
-        const returning = sql`RETURNING seq, id, tenant_id, type, event_id, created_at, data`
-        const take = (db: typeof connection.db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
-          const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL ORDER BY seq LIMIT ${limit}${lock}`
-          return sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
-            WHERE ${amongKeys(connection.dialect, "seq", unfanned)} ${returning}`
-        }
+        const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL
+          ORDER BY seq LIMIT ${limit}${skipLocked(connection.dialect)}`
+        const take = sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
+          WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
+          RETURNING seq, id, tenant_id, type, event_id, created_at, data`
         const placed = (rows: ReadonlyArray<Taken>) => rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
         const takeAndLease = connection.dialect === "postgres"
           ? query(connection, (db) =>
-            sql<Taken>`WITH taken AS (${take(db)}),
+            sql<Taken>`WITH taken AS (${take}),
               leased AS (INSERT INTO webhook_fanout_leases (id, seqs, fanned_at, holder, lease_until)
                 SELECT ${lease.id}, '[' || string_agg(seq::text, ',' ORDER BY seq) || ']', ${lease.fanned_at},
                   ${lease.holder}, ${lease.lease_until}
                 FROM taken HAVING count(*) > 0)
               SELECT * FROM taken`.execute(db)).pipe(Effect.map(({ rows }) => placed(rows)))
           : atomically(connection, async (db) => {
-            const taken = placed((await sql<Taken>`${take(db)}`.execute(db)).rows)
+            const taken = placed((await sql<Taken>`${take}`.execute(db)).rows)
             if (taken.length > 0) {
               await db.insertInto("webhook_fanout_leases").values({ ...lease, seqs: JSON.stringify(taken.map((t) => t.seq)) })
                 .execute()
@@ -270,7 +268,7 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             .execute()).pipe(Effect.asVoid),
       claimExpiredFanOuts: (now, leaseUntil, holder, limit) =>
         query(connection, (db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const lock = skipLocked(connection.dialect)
           const expired = sql`SELECT id FROM webhook_fanout_leases WHERE lease_until <= ${now}
               ORDER BY lease_until LIMIT ${limit}${lock}`
           return sql<WebhookFanOutLeasesTable>`UPDATE webhook_fanout_leases SET holder = ${holder}, lease_until = ${leaseUntil}

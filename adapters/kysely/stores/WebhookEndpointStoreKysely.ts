@@ -2,7 +2,7 @@ import { Effect, Layer, Option } from "effect"
 import { sql } from "kysely"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../../src/ports/WebhookEndpointStore.ts"
 import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
-import { amongKeys, KyselyConnection, query } from "../Connection.ts"
+import { amongKeys, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { WebhookEndpointsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
@@ -69,7 +69,7 @@ export const webhookEndpointStoreLayer: Layer.Layer<WebhookEndpointStore, never,
       },
       claimDueChecks: (now, leaseUntil, limit) =>
         query(connection, (db) => {
-          const lock = connection.dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``
+          const lock = skipLocked(connection.dialect)
           const due = sql`SELECT id FROM webhook_endpoints
             WHERE suspended_at IS NOT NULL AND next_reactivation_at <= ${now}
               AND (check_lease_until IS NULL OR check_lease_until <= ${now})
