@@ -1,16 +1,11 @@
+import ipaddr from "ipaddr.js"
 import { isIP } from "node:net"
 
-/** An IP address as a number: 32 bits for IPv4, 128 bits for IPv6. */
-interface Ip {
-  readonly family: 4 | 6
-  readonly value: bigint
-}
+/** An IPv4 or IPv6 address. */
+type Ip = ipaddr.IPv4 | ipaddr.IPv6
 
-interface Range {
-  readonly family: 4 | 6
-  readonly base: bigint
-  readonly prefix: number
-}
+/** A CIDR range: an address and a prefix length, as ipaddr.js matches them. */
+type Range = readonly [Ip, number]
 
 /** Which addresses outbound requests may reach, and which `host:port` pairs are allowed as written. */
 export interface AddressPolicy {
@@ -20,62 +15,34 @@ export interface AddressPolicy {
   readonly allowsHostPort: (hostname: string, port: number) => boolean
 }
 
-const bits = (family: 4 | 6) => (family === 4 ? 32 : 128)
+const bits = (ip: Ip) => (ip.kind() === "ipv4" ? 32 : 128)
 
-const contains = (range: Range, ip: Ip): boolean => {
-  if (range.family !== ip.family) return false
-  const shift = BigInt(bits(range.family) - range.prefix)
-  return ip.value >> shift === range.base >> shift
+const contains = ([base, prefix]: Range, ip: Ip): boolean => ip.kind() === base.kind() && ip.match(base, prefix)
+
+const parseV6 = (text: string): ipaddr.IPv6 => {
+  const ip = ipaddr.IPv6.parse(text)
+  // Trap: ipaddr.js reads the deprecated IPv4-compatible `::a.b.c.d` as IPv4-mapped `::ffff:a.b.c.d`;
+  // it is the IPv6 address ::a.b.c.d (RFC 4291 2.5.5.1), which no IPv4 host answers for.
+  return /^::[\d.]+$/.test(text) ? new ipaddr.IPv6([0, 0, 0, 0, 0, 0, ip.parts[6]!, ip.parts[7]!]) : ip
 }
 
-const parseV4 = (text: string): bigint | undefined => {
-  const parts = text.split(".")
-  if (parts.length !== 4) return undefined
-  let value = 0n
-  for (const part of parts) {
-    // No leading zeros: `010` would be octal to some parsers and decimal to others.
-    if (!/^(0|[1-9]\d{0,2})$/.test(part) || Number(part) > 255) return undefined
-    value = (value << 8n) | BigInt(part)
-  }
-  return value
-}
-
-const parseV6 = (text: string): bigint | undefined => {
-  const unzoned = text.split("%")[0] ?? ""
-  if (isIP(unzoned) !== 6) return undefined
-  const words = (part: string): Array<bigint> =>
-    part === "" ? [] : part.split(":").flatMap((group) => {
-      const v4 = group.includes(".") ? parseV4(group) : undefined
-      return v4 === undefined ? [BigInt(`0x${group}`)] : [v4 >> 16n, v4 & 0xffffn]
-    })
-  const [head = "", tail] = unzoned.split("::")
-  const front = words(head)
-  const back = tail === undefined ? [] : words(tail)
-  const all = [...front, ...Array<bigint>(8 - front.length - back.length).fill(0n), ...back]
-  return all.reduce((value, word) => (value << 16n) | word, 0n)
-}
-
-/** Parses an IPv4 or IPv6 literal (an IPv6 one without brackets, a zone id ignored). */
+/**
+ * Parses an IPv4 or IPv6 literal (an IPv6 one without brackets, a zone id ignored). Only what Node's
+ * `isIP` accepts is an address: ipaddr.js alone also reads `127.1`, `0x7f.1` or octal `010.0.0.1`,
+ * spellings that `URL.hostname` and DNS never hand us and that an allow entry must not mean.
+ */
 const parseIp = (text: string): Ip | undefined => {
-  const v4 = parseV4(text)
-  if (v4 !== undefined) return { family: 4, value: v4 }
-  const v6 = parseV6(text)
-  return v6 === undefined ? undefined : { family: 6, value: v6 }
+  switch (isIP(text)) {
+    case 4:
+      return ipaddr.IPv4.parse(text)
+    case 6:
+      return parseV6(text.split("%")[0]!)
+    default:
+      return undefined
+  }
 }
 
-const formatV4 = (value: bigint) => [24n, 16n, 8n, 0n].map((shift) => (value >> shift) & 0xffn).join(".")
-
-const formatIp = (ip: Ip) =>
-  ip.family === 4
-    ? formatV4(ip.value)
-    : [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((ip.value >> shift) & 0xffffn).toString(16)).join(":")
-
-const range = (cidr: string): Range => {
-  const [address = "", prefix = ""] = cidr.split("/")
-  const ip = parseIp(address)
-  if (ip === undefined) throw new Error(`bad built-in range ${cidr}`)
-  return { family: ip.family, base: ip.value, prefix: Number(prefix) }
-}
+const range = (cidr: string): Range => ipaddr.parseCIDR(cidr)
 
 const table = (rows: ReadonlyArray<readonly [string, string]>) => rows.map(([cidr, why]) => ({ range: range(cidr), why }))
 
@@ -101,10 +68,16 @@ const V4_NOT_PUBLIC = table([
 
 /** IPv6 ranges that carry an IPv4 address in their low bits; the embedded address decides. */
 const V6_EMBEDDING_V4 = [
-  { range: range("::ffff:0:0/96"), name: "IPv4-mapped", shift: 0n },
-  { range: range("64:ff9b::/96"), name: "NAT64", shift: 0n },
-  { range: range("2002::/16"), name: "6to4", shift: 80n }
+  { range: range("::ffff:0:0/96"), name: "IPv4-mapped", word: 6 },
+  { range: range("64:ff9b::/96"), name: "NAT64", word: 6 },
+  { range: range("2002::/16"), name: "6to4", word: 1 }
 ]
+
+/** The IPv4 address held in the two 16-bit words of `ip` from `word` on. */
+const embeddedV4 = (ip: ipaddr.IPv6, word: number): ipaddr.IPv4 => {
+  const [high = 0, low = 0] = ip.parts.slice(word, word + 2)
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff])
+}
 
 /** IPv6 ranges that are not public; anything outside global unicast 2000::/3 is refused too. */
 const V6_NOT_PUBLIC = table([
@@ -125,20 +98,19 @@ const GLOBAL_UNICAST = range("2000::/3")
 
 /** Why `ip` is not a public address, or undefined when it is. */
 const notPublic = (ip: Ip): string | undefined => {
-  if (ip.family === 4) return V4_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
+  if (ip instanceof ipaddr.IPv4) return V4_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
   for (const embedding of V6_EMBEDDING_V4) {
     if (!contains(embedding.range, ip)) continue
-    const v4 = (ip.value >> embedding.shift) & 0xffffffffn
-    const why = notPublic({ family: 4, value: v4 })
-    return why === undefined ? undefined : `${embedding.name} ${why} (${formatV4(v4)})`
+    const v4 = embeddedV4(ip, embedding.word)
+    const why = notPublic(v4)
+    return why === undefined ? undefined : `${embedding.name} ${why} (${v4})`
   }
   return V6_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
     ?? (contains(GLOBAL_UNICAST, ip) ? undefined : "not global unicast")
 }
 
 /** An IPv4-mapped IPv6 address is the IPv4 host itself, so IPv4 allow entries cover it. */
-const unmapped = (ip: Ip): Ip =>
-  contains(V6_EMBEDDING_V4[0]!.range, ip) ? { family: 4, value: ip.value & 0xffffffffn } : ip
+const unmapped = (ip: Ip): Ip => (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip)
 
 type AllowEntry =
   | { readonly _tag: "Range"; readonly range: Range }
@@ -151,17 +123,17 @@ const parseCidr = (entry: string): Range => {
   const ip = parseIp(address)
   if (rest.length > 0) throw new Error(EXAMPLES)
   if (ip === undefined) throw new Error(`"${address}" is not an IP address; ${EXAMPLES}`)
-  const max = bits(ip.family)
+  const max = bits(ip)
   const prefix = Number(prefixText)
   if (!/^\d{1,3}$/.test(prefixText) || prefix > max) {
-    throw new Error(`the prefix length must be 0 to ${max} for IPv${ip.family}`)
+    throw new Error(`the prefix length must be 0 to ${max} for IPv${max === 32 ? 4 : 6}`)
   }
-  const hostBits = BigInt(max - prefix)
-  const base = (ip.value >> hostBits) << hostBits
-  if (base !== ip.value) {
-    throw new Error(`bits are set after the /${prefix} prefix (did you mean ${formatIp({ ...ip, value: base })}/${prefix}?)`)
+  const cidr = `${ip}/${prefix}`
+  const network = ip instanceof ipaddr.IPv4 ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr)
+  if (network.toNormalizedString() !== ip.toNormalizedString()) {
+    throw new Error(`bits are set after the /${prefix} prefix (did you mean ${network.toNormalizedString()}/${prefix}?)`)
   }
-  return { family: ip.family, base, prefix }
+  return [ip, prefix]
 }
 
 const parseHostPort = (entry: string): AllowEntry => {
@@ -189,7 +161,7 @@ const parseEntry = (entry: string): AllowEntry => {
     if (entry.includes("/")) return { _tag: "Range", range: parseCidr(entry) }
     // A bare address allows that one address.
     const ip = parseIp(entry)
-    if (ip !== undefined) return { _tag: "Range", range: { family: ip.family, base: ip.value, prefix: bits(ip.family) } }
+    if (ip !== undefined) return { _tag: "Range", range: [ip, bits(ip)] }
     return parseHostPort(entry)
   } catch (error) {
     throw new Error(`OMNI_OUTBOUND_ALLOW entry "${entry}": ${(error as Error).message}`)

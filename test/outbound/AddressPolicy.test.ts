@@ -53,6 +53,34 @@ describe("which addresses outbound requests may reach", () => {
     expect(closed.refusal(address)).toContain(why)
   })
 
+  // URL.hostname and DNS hand the policy canonical spellings only; any other is no address at all,
+  // so it is refused even where a lenient parser would read a public one.
+  it.each([
+    "127.1",
+    "0x7f.1",
+    "0x7f.0.0.1",
+    "0177.0.0.1",
+    "2130706433",
+    "010.0.0.1",
+    "1.2.3.04",
+    "0x8.0x8.0x8.0x8",
+    "::ffff:0x7f.0.0.1",
+    "::ffff:010.0.0.1",
+    "1.2.3.4%eth0",
+    "[::1]"
+  ])("refuses the non-canonical spelling %s as not an IP address", (address) => {
+    expect(closed.refusal(address)).toBe("not an IP address")
+  })
+
+  it.each([
+    ["::8.8.8.8", "not global unicast"],
+    ["::7f00:1", "not global unicast"],
+    ["::0.0.0.1", "loopback"],
+    ["::ffff:0:127.0.0.1", "not global unicast"]
+  ])("reads the IPv4-compatible %s as the IPv6 address it is (%s), not as IPv4-mapped", (address, why) => {
+    expect(closed.refusal(address)).toBe(why)
+  })
+
   it.each([
     "8.8.8.8",
     "1.1.1.1",
@@ -130,6 +158,11 @@ describe("OMNI_OUTBOUND_ALLOW", () => {
     ["10.0.0.0/8/9", /expected a CIDR/],
     ["300.1.1.0/24", /not an IP address/],
     ["010.0.0.0/8", /not an IP address/],
+    ["127.1/32", /not an IP address/],
+    ["0x7f.0.0.1/32", /not an IP address/],
+    ["2130706433/32", /not an IP address/],
+    ["127.1", /expected a CIDR/],
+    ["::ffff:0x7f.0.0.1/128", /not an IP address/],
     ["localhost", /expected a CIDR .* or host:port/],
     ["localhost:0", /port must be 1 to 65535/],
     ["localhost:65536", /port must be 1 to 65535/],
