@@ -1,6 +1,7 @@
+import { html } from "@remix-run/html-template"
 import { Effect } from "effect"
 import { CHANNEL_TYPE_LABELS, type ChannelType } from "../channels/ChannelType.ts"
-import { escapeHtml, page, pageHeaders } from "../http/Html.ts"
+import { page, pageHeaders } from "../http/Html.ts"
 import { constantTimeEqual, randomToken } from "../kernel/Secret.ts"
 import type { ChannelProvider } from "../ports/ChannelProviders.ts"
 import { ConnectLinks } from "./ConnectLinks.ts"
@@ -9,11 +10,11 @@ import { ConnectTokenService, type LinkUnusable, type OpenLink } from "./Connect
 const CSRF_COOKIE = "omni_connect_csrf"
 const MAX_FORM_BYTES = 64 * 1024
 
-const html = (status: number, body: string, headers: Record<string, string> = {}) =>
+const respond = (status: number, body: string, headers: Record<string, string> = {}) =>
   new Response(body, { status, headers: { ...pageHeaders(), ...headers } })
 
 // The form's answer may redirect to the partner: the page's CSP must allow that origin.
-const formHtml = (link: OpenLink, status: number, body: string, headers: Record<string, string> = {}) => {
+const respondForm = (link: OpenLink, status: number, body: string, headers: Record<string, string> = {}) => {
   const redirect = link.token.partner_redirect_url
   return new Response(body, {
     status,
@@ -31,7 +32,7 @@ const UNUSABLE: Readonly<Record<LinkUnusable["reason"], { readonly status: numbe
 }
 
 const unusablePage = (reason: LinkUnusable["reason"]) =>
-  html(UNUSABLE[reason].status, page("Link unavailable", `<h1>Link unavailable</h1><p>${UNUSABLE[reason].text}</p>`))
+  respond(UNUSABLE[reason].status, page("Link unavailable", html`<h1>Link unavailable</h1><p>${UNUSABLE[reason].text}</p>`))
 
 const cookieOf = (request: Request, name: string): string | undefined => {
   for (const part of (request.headers.get("cookie") ?? "").split(";")) {
@@ -43,13 +44,13 @@ const cookieOf = (request: Request, name: string): string | undefined => {
 
 const choicePage = (link: OpenLink, action: string) => {
   const choices = link.providers.map(({ type }) =>
-    `<p><a class="choice" href="${escapeHtml(`${action}?type=${encodeURIComponent(type)}`)}">${escapeHtml(labelOf(type))}</a></p>`
-  ).join("\n")
+    html`<p><a class="choice" href="${`${action}?type=${encodeURIComponent(type)}`}">${labelOf(type)}</a></p>\n`
+  )
   return page(
     `Connect a channel for ${link.token.partner_name}`,
-    `<h1>Connect a channel for ${escapeHtml(link.token.partner_name)}</h1>
+    html`<h1>Connect a channel for ${link.token.partner_name}</h1>
 <p>Choose the kind of channel to connect.</p>
-${choices || "<p>None of the channel types this link offers can be connected here.</p>"}`
+${choices.length > 0 ? choices : html`<p>None of the channel types this link offers can be connected here.</p>`}`
   )
 }
 
@@ -66,20 +67,21 @@ const formPage = (input: {
   const fields = input.provider.fields.map((field) => {
     const error = input.errors[field.name]
     const value = field.secret ? "" : input.values[field.name] ?? ""
-    return `<label for="f-${escapeHtml(field.name)}">${escapeHtml(field.label)}</label>
-<input id="f-${escapeHtml(field.name)}" name="${escapeHtml(field.name)}" type="${field.secret ? "password" : "text"}"${
-      field.required ? " required" : ""
-    } autocomplete="off" value="${escapeHtml(value)}">
-${field.hint === undefined ? "" : `<small>${escapeHtml(field.hint)}</small>`}
-${error === undefined ? "" : `<p class="error" role="alert">${escapeHtml(error)}</p>`}`
-  }).join("\n")
+    return html`<label for="f-${field.name}">${field.label}</label>
+<input id="f-${field.name}" name="${field.name}" type="${field.secret ? "password" : "text"}"${
+      field.required ? html` required` : null
+    } autocomplete="off" value="${value}">
+${field.hint === undefined ? null : html`<small>${field.hint}</small>`}
+${error === undefined ? null : html`<p class="error" role="alert">${error}</p>`}
+`
+  })
   return page(
     `Connect ${labelOf(input.type)}`,
-    `<h1>Connect ${escapeHtml(labelOf(input.type))} for ${escapeHtml(input.link.token.partner_name)}</h1>
-${input.message === undefined ? "" : `<p class="error" role="alert">${escapeHtml(input.message)}</p>`}
-<form method="post" action="${escapeHtml(input.action)}">
-<input type="hidden" name="csrf" value="${escapeHtml(input.csrf)}">
-<input type="hidden" name="channel_type" value="${escapeHtml(input.type)}">
+    html`<h1>Connect ${labelOf(input.type)} for ${input.link.token.partner_name}</h1>
+${input.message === undefined ? null : html`<p class="error" role="alert">${input.message}</p>`}
+<form method="post" action="${input.action}">
+<input type="hidden" name="csrf" value="${input.csrf}">
+<input type="hidden" name="channel_type" value="${input.type}">
 ${fields}
 <p><button type="submit">Connect</button></p>
 </form>`
@@ -107,11 +109,11 @@ export const makeConnectPageHandler = Effect.gen(function*() {
     Effect.gen(function*() {
       const link = yield* service.open(rawToken)
       const chosen = type ?? (link.providers.length === 1 ? link.providers[0]!.type : null)
-      if (chosen === null) return html(200, choicePage(link, action))
+      if (chosen === null) return respond(200, choicePage(link, action))
       const provider = link.providers.find((p) => p.type === chosen)?.provider
-      if (provider === undefined) return html(404, choicePage(link, action))
+      if (provider === undefined) return respond(404, choicePage(link, action))
       const csrf = yield* freshCsrf(request)
-      return formHtml(link, 200, formPage({ link, type: chosen, provider, action, csrf, values: {}, errors: {} }), {
+      return respondForm(link, 200, formPage({ link, type: chosen, provider, action, csrf, values: {}, errors: {} }), {
         "set-cookie": csrfCookie(csrf)
       })
     })
@@ -121,15 +123,15 @@ export const makeConnectPageHandler = Effect.gen(function*() {
       const origin = request.headers.get("origin")
       if (origin !== null && origin !== "null" && origin !== new URL(links.publicUrl()).origin &&
         origin !== new URL(request.url).origin) {
-        return html(403, page("Refused", "<h1>Refused</h1><p>This form must be sent from its own page.</p>"))
+        return respond(403, page("Refused", html`<h1>Refused</h1><p>This form must be sent from its own page.</p>`))
       }
       const text = yield* Effect.promise(() => request.text())
-      if (text.length > MAX_FORM_BYTES) return html(413, page("Too large", "<h1>The form is too large.</h1>"))
+      if (text.length > MAX_FORM_BYTES) return respond(413, page("Too large", html`<h1>The form is too large.</h1>`))
       const form = new URLSearchParams(text)
       const cookie = cookieOf(request, CSRF_COOKIE)
       const sent = form.get("csrf")
       if (cookie === undefined || sent === null || !constantTimeEqual(cookie, sent)) {
-        return html(403, page("Refused", "<h1>Refused</h1><p>The form expired. Go back, reload the page and try again.</p>"))
+        return respond(403, page("Refused", html`<h1>Refused</h1><p>The form expired. Go back, reload the page and try again.</p>`))
       }
       const type = form.get("channel_type") ?? ""
       const values: Record<string, string> = {}
@@ -137,23 +139,22 @@ export const makeConnectPageHandler = Effect.gen(function*() {
       return yield* service.complete(rawToken, type, values).pipe(
         Effect.map(({ channel, token }) =>
           token.partner_redirect_url === null
-            ? html(200, page("Connected", `<h1>Connected</h1><p>${escapeHtml(channel.name)} is now connected to ${
-              escapeHtml(token.partner_name)
-            }. You can close this page.</p>`))
+            ? respond(200, page("Connected", html`<h1>Connected</h1>
+<p>${channel.name} is now connected to ${token.partner_name}. You can close this page.</p>`))
             : new Response(null, { status: 303, headers: { ...pageHeaders(), location: token.partner_redirect_url } })
         ),
         Effect.catchTag("ProviderRejected", (rejected) =>
           Effect.gen(function*() {
             const link = yield* service.open(rawToken)
             const provider = link.providers.find((p) => p.type === type)!.provider
-            return formHtml(
+            return respondForm(
               link,
               422,
               formPage({ link, type, provider, action, csrf: sent, values, errors: rejected.fields, message: rejected.message })
             )
           })),
         Effect.catchTag("ChannelTypeUnavailable", () =>
-          Effect.map(service.open(rawToken), (link) => html(422, choicePage(link, action))))
+          Effect.map(service.open(rawToken), (link) => respond(422, choicePage(link, action))))
       )
     })
 
@@ -166,13 +167,13 @@ export const makeConnectPageHandler = Effect.gen(function*() {
       ? submit(request, rest, action)
       : request.method === "GET" || request.method === "HEAD"
       ? show(request, rest, action, url.searchParams.get("type"))
-      : Effect.succeed(html(405, page("Not allowed", "<h1>Method not allowed</h1>"), { allow: "GET, POST" }))
+      : Effect.succeed(respond(405, page("Not allowed", html`<h1>Method not allowed</h1>`), { allow: "GET, POST" }))
     return work.pipe(
       Effect.catchTag("LinkUnusable", (e) => Effect.succeed(unusablePage(e.reason))),
       Effect.catchCause((cause) =>
         Effect.as(
           Effect.logError("connect page failed", cause),
-          html(500, page("Something went wrong", "<h1>Something went wrong</h1><p>Please try again in a moment.</p>"))
+          respond(500, page("Something went wrong", html`<h1>Something went wrong</h1><p>Please try again in a moment.</p>`))
         )
       )
     )

@@ -1,6 +1,4 @@
-/** Escapes text for HTML element content and quoted attribute values. */
-export const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`)
+import { html, type SafeHtml } from "@remix-run/html-template"
 
 /**
  * Headers for every server-rendered page: nothing but inline styles may load, forms post only to
@@ -19,14 +17,15 @@ export const pageHeaders = (formRedirectOrigins: ReadonlyArray<string> = []): Re
   }; frame-ancestors 'none'; base-uri 'none'`
 })
 
-/** A complete page around `body` (already escaped), titled `title` (escaped here). */
-export const page = (title: string, body: string): string => `<!doctype html>
+/** A complete page around `body` (built with the `html` tag, so escaped), titled `title`. */
+export const page = (title: string, body: SafeHtml): string =>
+  String(html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
+<title>${title}</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
 h1{font-size:1.4rem}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
@@ -38,4 +37,4 @@ input{width:100%;padding:.5rem;box-sizing:border-box}small{color:#555}
 ${body}
 </body>
 </html>
-`
+`)

@@ -118,6 +118,24 @@ describe.skipIf(!available)("a customer connects a channel through a link in a b
     expect((await http(host.url, "GET", "/api/v1/channels", { token: boot.api_key })).body.items).toEqual([])
   })
 
+  it("shows a partner_name full of markup as the text it is, on the choice page and the form", async () => {
+    const boot = await admin(env, "bootstrap")
+    const partner = "<script>document.title=\"owned\"</script> & 'Co' `${1}` &amp; <b>bold</b>"
+    const link = (await http(host.url, "POST", "/api/v1/channel-connect-tokens", {
+      token: boot.api_key,
+      body: { allowed_channel_types: ["chatapp", "botchat"], partner_name: partner }
+    })).body as { connect_url: string }
+
+    const page = await browser.newPage()
+    await page.goto(link.connect_url)
+    expect(await page.title()).toBe(`Connect a channel for ${partner}`)
+    expect(await page.locator("h1").innerText()).toBe(`Connect a channel for ${partner}`)
+    await page.getByText("Chat app (business platform)").click()
+    expect(await page.locator("h1").innerText()).toBe(`Connect Chat app (business platform) for ${partner}`)
+    expect(await page.locator("script, b").count()).toBe(0)
+    await page.close()
+  })
+
   it("shows a clear page for a revoked link and connects nothing", async () => {
     const boot = await admin(env, "bootstrap")
     const auth = { token: boot.api_key }

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
 import type { ChannelType } from "../../src/channels/ChannelType.ts"
+import { type ChannelProvider, ProviderRejected } from "../../src/ports/ChannelProviders.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import {
   connectChannel,
@@ -19,11 +20,8 @@ import { type TestApp, startTestApp } from "../support/TestApp.ts"
 const MINUTE_MS = 60_000
 const HOUR_MS = 60 * MINUTE_MS
 
-const startApp = async (databaseName: string) =>
-  startTestApp(await testDatabases.find((d) => d.name === databaseName)!.open(), {
-    providers: simulatedProviders,
-    publicUrl: PUBLIC_URL
-  })
+const startApp = async (databaseName: string, providers: Readonly<Record<string, ChannelProvider>> = simulatedProviders) =>
+  startTestApp(await testDatabases.find((d) => d.name === databaseName)!.open(), { providers, publicUrl: PUBLIC_URL })
 
 /** A fresh tenant (SMS enabled, so links may offer every type) and helpers acting as it. */
 const newTenant = async (test: TestApp) => {
@@ -36,6 +34,23 @@ const newTenant = async (test: TestApp) => {
   const events = () =>
     test.app.run(Effect.flatMap(OutboxStore, (s) => s.listByTenant(owner.tenant_id, { limit: 100 })))
   return { ...owner, link, channels, token, events }
+}
+
+// Text as a browser reads it from element content or a quoted attribute: character references decoded.
+const decodeHtml = (text: string) =>
+  text.replace(/&(?:#(\d+)|#x([\da-f]+)|(amp|lt|gt|quot|apos));/gi, (_, decimal, hex, name: string | undefined) =>
+    name === undefined
+      ? String.fromCodePoint(decimal === undefined ? parseInt(hex, 16) : Number(decimal))
+      : { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }[name.toLowerCase()]!)
+
+/** Markup-breaking text: a script, both quotes, backticks, and text that reads as a character reference. */
+const HOSTILE = "<script>alert(\"x\")</script> & 'Co' `${1}` &amp;"
+
+// `text` shows as written: none of its markup reached the page as markup, and nothing was escaped
+// twice (a double escape would show `&lt;`). Backticks stay as they are: every attribute is quoted.
+const expectShownEscaped = (page: PageAnswer, text: string) => {
+  expect(page.html).not.toMatch(/<script|"x"|'Co'/)
+  expect(decodeHtml(page.html)).toContain(text)
 }
 
 // The hrefs of the choice page's links, as `type` values.
@@ -82,8 +97,7 @@ describe("the connect page", () => {
 
     it("escapes partner_name everywhere it appears", async () => {
       const tenant = await newTenant(test)
-      const partner = `<script>alert("x")</script> & 'Co'`
-      const created = await tenant.link({ allowed_channel_types: ["chatapp", "webmail"], partner_name: partner })
+      const created = await tenant.link({ allowed_channel_types: ["chatapp", "webmail"], partner_name: HOSTILE })
 
       const pages = [
         await openPage(test, created.connect_url),
@@ -92,8 +106,7 @@ describe("the connect page", () => {
       ]
       for (const page of pages) {
         expect(page.status).toBe(200)
-        expect(page.html).not.toContain("<script")
-        expect(page.html).toContain("&#60;script&#62;alert(&#34;x&#34;)&#60;/script&#62; &#38; &#39;Co&#39;")
+        expectShownEscaped(page, HOSTILE)
       }
     })
   })
@@ -419,6 +432,48 @@ describe("the connect page", () => {
         }
       })
     }
+  })
+})
+
+/** A provider whose every word is HOSTILE (field label and hint, refusals, the connected channel's name). */
+const hostileProvider: ChannelProvider = {
+  fields: [{ name: "handle", label: HOSTILE, hint: HOSTILE, secret: false, required: true }],
+  connect: (input) =>
+    input.handle === HOSTILE
+      ? Effect.fail(new ProviderRejected({ message: HOSTILE, fields: { handle: HOSTILE } }))
+      : Effect.succeed({ external_id: "hostile-1", name: HOSTILE, config: {}, secrets: {} })
+}
+
+describe("the connect page with a provider's and a customer's markup", () => {
+  let test: TestApp
+  beforeAll(async () => {
+    test = await startApp("sqlite-memory", { ...simulatedProviders, chatapp: hostileProvider })
+  })
+  afterAll(() => test.close())
+
+  it("escapes partner_name, field labels, hints, refusals, the customer's input and the channel name on every page", async () => {
+    const tenant = await newTenant(test)
+    const created = await tenant.link({ allowed_channel_types: ["chatapp", "webmail"], partner_name: HOSTILE })
+    const form = await openForm(test, created.connect_url, "chatapp")
+
+    const pages: Record<string, PageAnswer> = {
+      choice: await openPage(test, created.connect_url),
+      form: await openPage(test, `${created.connect_url}?type=chatapp`),
+      "not offered": await openPage(test, `${created.connect_url}?type=sms`),
+      rejected: await submit(test, form, { handle: HOSTILE }),
+      success: await submit(test, form, { handle: "ada" })
+    }
+    expect(Object.fromEntries(Object.entries(pages).map(([name, page]) => [name, page.status]))).toEqual({
+      choice: 200,
+      form: 200,
+      "not offered": 404,
+      rejected: 422,
+      success: 200
+    })
+    for (const page of Object.values(pages)) expectShownEscaped(page, HOSTILE)
+    // Label, hint, refusal message, field error, the value typed, and the heading each show it.
+    expect(decodeHtml(pages.rejected!.html).split(HOSTILE)).toHaveLength(7)
+    expect(decodeHtml(/<input id="f-handle" [^>]*value="([^"]*)">/.exec(pages.rejected!.html)?.[1] ?? "")).toBe(HOSTILE)
   })
 })
 
