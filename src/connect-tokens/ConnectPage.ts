@@ -1,13 +1,15 @@
 import { html } from "@remix-run/html-template"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { CHANNEL_TYPE_LABELS, type ChannelType } from "../channels/ChannelType.ts"
 import { page, pageHeaders } from "../http/Html.ts"
+import { readLimited } from "../http/RequestBody.ts"
 import { constantTimeEqual, randomToken } from "../kernel/Secret.ts"
 import type { ChannelProvider } from "../ports/ChannelProviders.ts"
 import { ConnectLinks } from "./ConnectLinks.ts"
 import { ConnectTokenService, type LinkUnusable, type OpenLink } from "./ConnectTokenService.ts"
 
 const CSRF_COOKIE = "omni_connect_csrf"
+// A connect form is a handful of short fields; counted in bytes as they arrive, never buffered past it.
 const MAX_FORM_BYTES = 64 * 1024
 
 const respond = (status: number, body: string, headers: Record<string, string> = {}) =>
@@ -125,9 +127,13 @@ export const makeConnectPageHandler = Effect.gen(function*() {
         origin !== new URL(request.url).origin) {
         return respond(403, page("Refused", html`<h1>Refused</h1><p>This form must be sent from its own page.</p>`))
       }
-      const text = yield* Effect.promise(() => request.text())
-      if (text.length > MAX_FORM_BYTES) return respond(413, page("Too large", html`<h1>The form is too large.</h1>`))
-      const form = new URLSearchParams(text)
+      const body = yield* Effect.result(readLimited(request, MAX_FORM_BYTES))
+      if (Result.isFailure(body)) {
+        return body.failure._tag === "PayloadTooLarge"
+          ? respond(413, page("Too large", html`<h1>The form is too large.</h1>`))
+          : respond(400, page("Not received", html`<h1>The form did not arrive whole.</h1><p>Please send it again.</p>`))
+      }
+      const form = new URLSearchParams(new TextDecoder().decode(body.success))
       const cookie = cookieOf(request, CSRF_COOKIE)
       const sent = form.get("csrf")
       if (cookie === undefined || sent === null || !constantTimeEqual(cookie, sent)) {

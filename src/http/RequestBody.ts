@@ -15,7 +15,11 @@ export class UnsupportedMediaType {
   readonly _tag = "UnsupportedMediaType"
 }
 
-const readLimited = (request: Request, limit: number): Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest> =>
+/**
+ * Reads a body of at most `limit` bytes; past it (by Content-Length, or at the first byte read past
+ * it) fails with PayloadTooLarge and cancels the rest of the body, so no more is read or held.
+ */
+export const readLimited = (request: Request, limit: number): Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest> =>
   Effect.tryPromise({
     try: async () => {
       const declared = Number(request.headers.get("content-length") ?? "NaN")

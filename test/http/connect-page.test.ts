@@ -6,6 +6,7 @@ import { type ChannelProvider, ProviderRejected } from "../../src/ports/ChannelP
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import {
   connectChannel,
+  type ConnectForm,
   createLink,
   openForm,
   openPage,
@@ -185,6 +186,83 @@ describe("the connect page", () => {
       const form = await openForm(test, created.connect_url, "chatapp")
 
       expect((await submit(test, form, VALID_INPUTS.chatapp, { origin: null })).status).toBe(200)
+    })
+  })
+
+  describe("the size of a form", () => {
+    const LIMIT = 64 * 1024
+    const CHUNK = 16 * 1024
+
+    // Posts `body` as the form's own page would, with its CSRF cookie and Origin.
+    const post = (form: ConnectForm, body: BodyInit) =>
+      test.app.handler(
+        new Request(form.action, {
+          method: "POST",
+          body,
+          duplex: "half",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            cookie: `omni_connect_csrf=${form.cookie}`,
+            origin: new URL(form.action).origin
+          }
+        } as RequestInit)
+      )
+
+    // A valid chat-app form padded to exactly `bytes` bytes of UTF-8 with 20,000 three-byte "€",
+    // so it holds far fewer UTF-16 units than bytes.
+    const paddedForm = (form: ConnectForm, bytes: number) => {
+      const fields = new URLSearchParams({ csrf: form.csrf, channel_type: "chatapp", ...VALID_INPUTS.chatapp })
+      const head = `${fields}&padding=${"€".repeat(20_000)}`
+      const text = head + "a".repeat(bytes - new TextEncoder().encode(head).byteLength)
+      expect(new TextEncoder().encode(text).byteLength).toBe(bytes)
+      expect(text.length).toBeLessThan(LIMIT)
+      return text
+    }
+
+    it("takes a form of exactly 64 KiB of UTF-8", async () => {
+      const tenant = await newTenant(test)
+      const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      const form = await openForm(test, created.connect_url, "chatapp")
+
+      expect((await post(form, paddedForm(form, LIMIT))).status).toBe(200)
+      expect(await tenant.channels()).toHaveLength(1)
+    })
+
+    it("answers 413 to a form one byte over 64 KiB, counting bytes and not characters, and connects nothing", async () => {
+      const tenant = await newTenant(test)
+      const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      const form = await openForm(test, created.connect_url, "chatapp")
+
+      const answer = await post(form, paddedForm(form, LIMIT + 1))
+      expect(answer.status).toBe(413)
+      expect(await answer.text()).toContain("The form is too large.")
+      expect(await tenant.channels()).toEqual([])
+    })
+
+    it("answers 413 to a 100 MB form having read little past its first 64 KiB, and cancels the rest", async () => {
+      const tenant = await newTenant(test)
+      const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      const form = await openForm(test, created.connect_url, "chatapp")
+      const total = 100 * 1024 * 1024
+      let pulled = 0
+      let cancelled = false
+      // Made only as it is read, so `pulled` is what the page took of it.
+      const body = new ReadableStream<Uint8Array>({
+        pull: (controller) => {
+          if (pulled >= total) return controller.close()
+          pulled += CHUNK
+          controller.enqueue(new Uint8Array(CHUNK).fill(0x61))
+        },
+        cancel: () => {
+          cancelled = true
+        }
+      }, { highWaterMark: 0 })
+
+      const answer = await post(form, body)
+      expect(answer.status).toBe(413)
+      expect(pulled).toBeGreaterThan(LIMIT)
+      expect(pulled).toBeLessThanOrEqual(LIMIT + 2 * CHUNK)
+      expect(cancelled).toBe(true)
     })
   })
 
