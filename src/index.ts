@@ -2,14 +2,14 @@
  * omnichannel-core: the domain of a multi-tenant omnichannel messaging service.
  * One namespace per area; `make` starts the library over your storage and returns the HTTP handler.
  */
-export { make, type Omnichannel, type OmnichannelOptions, routes, servicesLayer, type Services, type StoragePorts, VERSION, type WorkerOptions, type Workers } from "./app/Omnichannel.ts"
+export { make, type Omnichannel, type OmnichannelOptions, routes, servicesLayer, type Services, VERSION, type WorkerOptions, type Workers } from "./app/Omnichannel.ts"
 export type { ApiHandler, ApiHandlerOptions } from "./http/ApiHandler.ts"
 export * as ApiErrors from "./kernel/ApiError.ts"
-export * as Events from "./kernel/EventEnvelope.ts"
 export * as Scopes from "./kernel/Scope.ts"
 export * as Background from "./kernel/BackgroundWork.ts"
-export { OutboxSignal, type OutboxSignalService, withOutboxSignal } from "./kernel/OutboxSignal.ts"
 export * as Auth from "./auth/index.ts"
+export * as Events from "./events/index.ts"
+export { OutboxSignal, type OutboxSignalService, withOutboxSignal } from "./events/OutboxSignal.ts"
 export * as Tenants from "./tenants/index.ts"
 export * as Contacts from "./contacts/index.ts"
 export * as Channels from "./channels/index.ts"

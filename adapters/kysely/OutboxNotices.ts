@@ -1,5 +1,5 @@
 import pg from "pg"
-import type { OutboxNoticesService } from "../../src/kernel/OutboxSignal.ts"
+import type { OutboxNoticesService } from "../../src/ports/OutboxNotices.ts"
 
 /** The channel an append notifies on PostgreSQL, in the transaction that appends. */
 export const OUTBOX_CHANNEL = "omnichannel_outbox"

@@ -9,43 +9,22 @@ import { connectTokenRoutes } from "../connect-tokens/ConnectTokenRoutes.ts"
 import { ConnectTokenService } from "../connect-tokens/ConnectTokenService.ts"
 import { contactRoutes } from "../contacts/ContactRoutes.ts"
 import { eventRoutes } from "../events/EventRoutes.ts"
+import { EventService } from "../events/EventService.ts"
+import { withOutboxSignal } from "../events/OutboxSignal.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
-import { withOutboxSignal } from "../kernel/OutboxSignal.ts"
-import type { AccountStore } from "../ports/AccountStore.ts"
 import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
-import type { ApiKeyStore } from "../ports/ApiKeyStore.ts"
-import type { ChannelStore } from "../ports/ChannelStore.ts"
-import type { ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
-import type { WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
-import type { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
 import { type OutboundClient, OutboundError, OutboundHttp, outboundHttpOf } from "../ports/OutboundHttp.ts"
 import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
 import { DispatchSettings, WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
-import type { ContactStore } from "../ports/ContactStore.ts"
-import type { OutboxStore } from "../ports/OutboxStore.ts"
-import type { TenantStore } from "../ports/TenantStore.ts"
-import type { Transactor } from "../ports/Transactor.ts"
+import type { StoragePorts } from "../ports/StoragePorts.ts"
 import { tenantRoutes } from "../tenants/TenantRoutes.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 import { webhookEndpointRoutes } from "../webhooks/WebhookEndpointRoutes.ts"
 import { WebhookEndpointService } from "../webhooks/WebhookEndpointService.ts"
-
-/** The ports a storage adapter must provide. */
-export type StoragePorts =
-  | Transactor
-  | TenantStore
-  | AccountStore
-  | ApiKeyStore
-  | ContactStore
-  | OutboxStore
-  | ChannelStore
-  | ConnectTokenStore
-  | WebhookEndpointStore
-  | WebhookDeliveryStore
 
 /** What the host configures: channel providers and where connect links point. */
 export type HostServices = ChannelProviders | ConnectLinks | OutboundHttp | Notifier
@@ -57,6 +36,7 @@ export type CoreServices =
   | ContactService
   | ChannelService
   | ConnectTokenService
+  | EventService
   | WebhookEndpointService
   | WebhookDispatcher
   | Operator
@@ -73,7 +53,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
   ConnectTokenService.layer,
   WebhookEndpointService.layer,
   Layer.effect(BackgroundWork, Effect.map(WebhookDispatcher, (dispatcher) => BackgroundWork.of({ jobs: dispatcher.jobs })))
-).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, WebhookDispatcher.layer)))
+).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer, WebhookDispatcher.layer)))
 
 /** Every route of the `/api/v1` surface. */
 export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [

@@ -1,8 +1,8 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
 import { EventEnvelope } from "../kernel/EventEnvelope.ts"
-import { pageQueryFields, toPageRequest, toWindow } from "../kernel/Pagination.ts"
-import { OutboxStore } from "../ports/OutboxStore.ts"
+import { pageQueryFields, toPageRequest } from "../kernel/Pagination.ts"
+import { EventService } from "./EventService.ts"
 
 /** Default and largest `page_size` of `GET /events`. */
 export const EVENTS_PAGE_SIZE = { default: 50, max: 100 } as const
@@ -33,19 +33,8 @@ export const eventRoutes = [
     handle: ({ principal, query }) =>
       Effect.gen(function*() {
         const page = toPageRequest(query, EVENTS_PAGE_SIZE.default)
-        const window = toWindow(page)
-        // One row past the page tells whether another page exists, without counting.
-        const rows = yield* (yield* OutboxStore).listByTenant(principal.tenantId, {
-          limit: window.limit + 1,
-          offset: window.offset,
-          ...(query.type === undefined ? {} : { type: query.type })
-        })
-        return {
-          items: rows.slice(0, window.limit),
-          page: page.page,
-          page_size: page.pageSize,
-          has_more: rows.length > window.limit
-        }
+        const { items, has_more } = yield* (yield* EventService).list(principal.tenantId, page, query.type)
+        return { items, page: page.page, page_size: page.pageSize, has_more }
       })
   })
 ]

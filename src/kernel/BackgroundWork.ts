@@ -1,5 +1,5 @@
 import { Cause, Context, Deferred, Effect } from "effect"
-import type { StorageError } from "../ports/StorageError.ts"
+import type { StorageError } from "./StorageError.ts"
 
 /** Tells a long-running job when to wind down, and how long to wait between looks when idle. */
 export interface Running {

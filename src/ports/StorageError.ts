@@ -1,17 +1,2 @@
-import { Schema } from "effect"
-
-/**
- * A storage operation failed. `reason` is a closed set: `UniqueViolation` names the constraint
- * (callers turn it into a 409 or retry), `Unavailable` is worth retrying, `Unknown` is not.
- */
-export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
-  reason: Schema.Literals(["UniqueViolation", "Unavailable", "Unknown"]),
-  message: Schema.String,
-  constraint: Schema.optional(Schema.String),
-  cause: Schema.optional(Schema.Defect())
-}) {
-  /** True when trying the same operation again may succeed. */
-  get isRetryable(): boolean {
-    return this.reason === "Unavailable"
-  }
-}
+/** The error storage ports fail with, beside them; defined in the kernel, whose background jobs fail with it too. */
+export { StorageError } from "../kernel/StorageError.ts"

@@ -1,11 +1,11 @@
 import type { Layer } from "effect"
-import type { StoragePorts } from "../../src/app/Omnichannel.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { BillingAccountRecord, UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
+import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 

@@ -1,42 +1,10 @@
 import { Effect, Layer } from "effect"
-import { type EventEnvelope, rememberEnvelopeJson } from "../../../src/kernel/EventEnvelope.ts"
+import type { EventEnvelope } from "../../../src/kernel/EventEnvelope.ts"
 import { OutboxStore } from "../../../src/ports/OutboxStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
+import { toEvent, toPlaced } from "../OutboxRows.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
-
-/**
- * An outbox row as the event it stores. Its JSON (what a webhook delivery sends) is assembled from
- * the stored `data` text rather than serialized again from the parsed object: `append` stored that
- * text with `JSON.stringify`, so the result is the same text. `data` is parsed when first read (and
- * then kept): fan-out reads it only for a `selected` endpoint's source filter, and a delivery sends
- * the text.
- */
-const toEvent = ({ data, ...row }: Omit<EventEnvelope, "data"> & { readonly data: string }): EventEnvelope => {
-  let parsed: Record<string, unknown> | undefined
-  const event: EventEnvelope = {
-    id: row.id,
-    tenant_id: row.tenant_id,
-    type: row.type,
-    event_id: row.event_id,
-    created_at: row.created_at,
-    get data() {
-      return parsed ??= JSON.parse(data) as Record<string, unknown>
-    }
-  }
-  rememberEnvelopeJson(
-    event,
-    `{"id":${JSON.stringify(row.id)},"tenant_id":${JSON.stringify(row.tenant_id)},"type":${JSON.stringify(row.type)},` +
-      `"event_id":${JSON.stringify(row.event_id)},"created_at":${JSON.stringify(row.created_at)},"data":${data}}`
-  )
-  return event
-}
-
-/** A row read with its place in the outbox, as fan-out takes it. */
-export const toPlaced = ({ seq, ...row }: Omit<EventEnvelope, "data"> & { readonly seq: number | string; readonly data: string }) => ({
-  seq: Number(seq),
-  event: toEvent(row)
-})
 
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { OutboxNotices } from "../ports/OutboxNotices.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 
@@ -16,25 +17,12 @@ export interface OutboxSignalService {
 }
 
 /** The signal; by default none, so workers only look every `idleMs` (see `withOutboxSignal`). */
-export const OutboxSignal = Context.Reference<OutboxSignalService>("omnichannel-core/kernel/OutboxSignal", {
+export const OutboxSignal = Context.Reference<OutboxSignalService>("omnichannel-core/events/OutboxSignal", {
   defaultValue: () => ({ mark: () => 0, after: () => Effect.never })
 })
 
-/**
- * Commits of events by other processes, where the storage can tell (PostgreSQL's LISTEN/NOTIFY):
- * `subscribe` calls `onNotice` for each (and once after a lost connection is back, for any it
- * missed) until the returned function is called. By default there are none.
- */
-export interface OutboxNoticesService {
-  readonly subscribe: (onNotice: () => void) => () => void
-}
-
-export const OutboxNotices = Context.Reference<OutboxNoticesService>("omnichannel-core/kernel/OutboxNotices", {
-  defaultValue: () => ({ subscribe: () => () => {} })
-})
-
 // The outermost running transaction, and whether it appended events so far.
-const Appending = Context.Reference<{ appended: boolean } | undefined>("omnichannel-core/kernel/OutboxSignal/Appending", {
+const Appending = Context.Reference<{ appended: boolean } | undefined>("omnichannel-core/events/OutboxSignal/Appending", {
   defaultValue: () => undefined
 })
 

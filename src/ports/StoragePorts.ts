@@ -1,0 +1,23 @@
+import type { AccountStore } from "./AccountStore.ts"
+import type { ApiKeyStore } from "./ApiKeyStore.ts"
+import type { ChannelStore } from "./ChannelStore.ts"
+import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
+import type { ContactStore } from "./ContactStore.ts"
+import type { OutboxStore } from "./OutboxStore.ts"
+import type { TenantStore } from "./TenantStore.ts"
+import type { Transactor } from "./Transactor.ts"
+import type { WebhookDeliveryStore } from "./WebhookDeliveryStore.ts"
+import type { WebhookEndpointStore } from "./WebhookEndpointStore.ts"
+
+/** The ports a storage adapter must provide. */
+export type StoragePorts =
+  | Transactor
+  | TenantStore
+  | AccountStore
+  | ApiKeyStore
+  | ContactStore
+  | OutboxStore
+  | ChannelStore
+  | ConnectTokenStore
+  | WebhookEndpointStore
+  | WebhookDeliveryStore
