@@ -4,11 +4,11 @@ import { isUuid } from "../kernel/Id.ts"
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
 import { isScope } from "../kernel/Scope.ts"
 import { parseCredential, verifySecret } from "../kernel/Secret.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { ApiKeyStore } from "../ports/ApiKeyStore.ts"
-import type { StorageError } from "../ports/StorageError.ts"
-import { TenantStore } from "../ports/TenantStore.ts"
+import { TenantService } from "../tenants/TenantService.ts"
 
 /** Prefix of API keys (`ock_<lookup>_<secret>`). */
 export const API_KEY_KIND = "ock"
@@ -38,7 +38,7 @@ export class ApiKeyAuth extends Context.Service<ApiKeyAuth, {
     ApiKeyAuth,
     Effect.gen(function*() {
       const keys = yield* ApiKeyStore
-      const tenants = yield* TenantStore
+      const tenants = yield* TenantService
       const accounts = yield* AccountStore
 
       // A parent key reaches the active tenants of its own tenant's billing account; any key its own tenant.

@@ -4,11 +4,10 @@ import { EMAIL_PATTERN, normalizeEmail } from "../kernel/Email.ts"
 import { newId } from "../kernel/Id.ts"
 import { ALL_SCOPES, isScope, type Scope } from "../kernel/Scope.ts"
 import { issueCredential, randomToken } from "../kernel/Secret.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { ApiKeyStore } from "../ports/ApiKeyStore.ts"
-import type { StorageError } from "../ports/StorageError.ts"
-import { TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 import { API_KEY_KIND, USER_TOKEN_KIND } from "./ApiKeyAuth.ts"
@@ -70,7 +69,6 @@ export class Operator extends Context.Service<Operator, {
     Effect.gen(function*() {
       const accounts = yield* AccountStore
       const keys = yield* ApiKeyStore
-      const tenantStore = yield* TenantStore
       const tenants = yield* TenantService
       const transactor = yield* Transactor
 
@@ -125,7 +123,7 @@ export class Operator extends Context.Service<Operator, {
         if (seconds !== undefined && (!Number.isInteger(seconds) || seconds <= 0)) {
           return yield* InvalidRequest.single(["expires_in_seconds"], "Must be a positive whole number of seconds")
         }
-        if (Option.isNone(yield* tenantStore.get(input.tenantId))) {
+        if (Option.isNone(yield* tenants.get(input.tenantId))) {
           return yield* new NotFound({ message: `Tenant ${input.tenantId} not found` })
         }
         const credential = yield* issueCredential(API_KEY_KIND)
@@ -160,9 +158,7 @@ export class Operator extends Context.Service<Operator, {
         createBillingAccount,
         createApiKey,
         setSmsEnabled: Effect.fn("Operator.setSmsEnabled")(function*(tenantId: string, enabled: boolean) {
-          if (!(yield* tenantStore.setSmsEnabled(tenantId, enabled, yield* now))) {
-            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
-          }
+          yield* tenants.setSmsEnabled(tenantId, enabled)
           return { tenant_id: tenantId, sms_enabled: enabled }
         }),
         revokeApiKey: Effect.fn("Operator.revokeApiKey")(function*(id: string) {

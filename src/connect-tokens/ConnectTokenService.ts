@@ -4,13 +4,13 @@ import { FeatureDisabled, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import { issueCredential, parseCredential, verifySecret } from "../kernel/Secret.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import type { ChannelRecord } from "../ports/ChannelStore.ts"
 import { type ChannelProvider, ChannelProviders, type ProviderRejected } from "../ports/ChannelProviders.ts"
 import { type ConnectTokenRecord, ConnectTokenStore } from "../ports/ConnectTokenStore.ts"
-import type { StorageError } from "../ports/StorageError.ts"
-import { TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
+import { TenantService } from "../tenants/TenantService.ts"
 import { CONNECT_TOKEN_LIMITS, type CreateConnectTokenRequest } from "./ConnectToken.ts"
 import { connectUrl, ConnectLinks } from "./ConnectLinks.ts"
 import { statusAt, transition } from "./ConnectTokenMachine.ts"
@@ -73,7 +73,7 @@ export class ConnectTokenService extends Context.Service<ConnectTokenService, {
     ConnectTokenService,
     Effect.gen(function*() {
       const tokens = yield* ConnectTokenStore
-      const tenants = yield* TenantStore
+      const tenants = yield* TenantService
       const channels = yield* ChannelService
       const providers = yield* ChannelProviders
       const links = yield* ConnectLinks

@@ -1,11 +1,11 @@
 import { Context, Effect, Layer, Option, Schedule } from "effect"
-import { Conflict, Forbidden, InvalidRequest } from "../kernel/ApiError.ts"
+import { Conflict, Forbidden, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { normalizeEmail } from "../kernel/Email.ts"
 import { newId } from "../kernel/Id.ts"
 import type { UserPrincipal } from "../kernel/Principal.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
-import type { StorageError } from "../ports/StorageError.ts"
 import { type TenantRecord, TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { candidate, slugify } from "./Slug.ts"
@@ -17,14 +17,22 @@ export const TRIAL_DAYS = 14
 // Same answer for an unknown account and someone else's, so ids of other accounts cannot be probed.
 const NOT_YOUR_ACCOUNT = "You are not an owner of that billing account"
 
-/** Sub-accounts: creating tenants under a billing account the caller owns. */
+/**
+ * Tenants (sub-accounts): creating them under a billing account the caller owns, and what other
+ * areas read or change of one tenant, so none of them reaches into the tenants' store.
+ */
 export class TenantService extends Context.Service<TenantService, {
   /** Creates a tenant as the spec's `POST /tenants` describes. */
   readonly create: (
     owner: UserPrincipal,
     request: CreateTenantRequest
   ) => Effect.Effect<TenantRecord, Forbidden | Conflict | InvalidRequest | StorageError>
+  /** The tenant, if it exists. It checks no permission: callers pass an id they act in, or decide with it (as auth does). */
   readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
+  /** Where the tenant's account notifications go (`support_email`); none for an unknown tenant or one without. */
+  readonly supportEmailOf: (tenantId: string) => Effect.Effect<Option.Option<string>, StorageError>
+  /** Turns SMS on or off for the tenant (connect links may offer `sms` only when on). */
+  readonly setSmsEnabled: (tenantId: string, enabled: boolean) => Effect.Effect<void, NotFound | StorageError>
 }>()("omnichannel-core/tenants/TenantService") {
   static readonly layer = Layer.effect(
     TenantService,
@@ -113,7 +121,18 @@ export class TenantService extends Context.Service<TenantService, {
                 : Effect.fail(e))
           )
         }),
-        get: (tenantId) => tenants.get(tenantId)
+        get: Effect.fn("TenantService.get")(function*(tenantId) {
+          return yield* tenants.get(tenantId)
+        }),
+        supportEmailOf: Effect.fn("TenantService.supportEmailOf")(function*(tenantId) {
+          const tenant = yield* tenants.get(tenantId)
+          return Option.flatMap(tenant, (t) => Option.fromNullishOr(t.support_email))
+        }),
+        setSmsEnabled: Effect.fn("TenantService.setSmsEnabled")(function*(tenantId, enabled) {
+          if (!(yield* tenants.setSmsEnabled(tenantId, enabled, yield* now))) {
+            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+          }
+        })
       })
     })
   )
