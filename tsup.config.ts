@@ -5,7 +5,7 @@ export default defineConfig({
   entry: {
     index: "src/index.ts",
     kysely: "adapters/kysely/KyselyStorage.ts",
-    node: "adapters/node/NodeListener.ts",
+    node: "adapters/node/index.ts",
     clock: "adapters/clock/ManualClock.ts",
     providers: "adapters/providers/SimulatedProviders.ts",
     http: "adapters/http/GuardedHttp.ts",

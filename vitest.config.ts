@@ -9,7 +9,7 @@ export default defineConfig({
     alias: [
       { find: /^omnichannel-core$/, replacement: here("./src/index.ts") },
       { find: /^omnichannel-core\/kysely$/, replacement: here("./adapters/kysely/KyselyStorage.ts") },
-      { find: /^omnichannel-core\/node$/, replacement: here("./adapters/node/NodeListener.ts") },
+      { find: /^omnichannel-core\/node$/, replacement: here("./adapters/node/index.ts") },
       { find: /^omnichannel-core\/clock$/, replacement: here("./adapters/clock/ManualClock.ts") },
       { find: /^omnichannel-core\/providers$/, replacement: here("./adapters/providers/SimulatedProviders.ts") },
       { find: /^omnichannel-core\/http$/, replacement: here("./adapters/http/GuardedHttp.ts") },

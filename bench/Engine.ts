@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import type { Kysely } from "kysely"
 import { makeGuardedHttp } from "../adapters/http/GuardedHttp.ts"
 import { type Database, type Dialect, layer } from "../adapters/kysely/KyselyStorage.ts"
+import { nodeHmacSigner } from "../adapters/node/NodeHmacSigner.ts"
 import { make, type Omnichannel } from "../src/app/Omnichannel.ts"
 import { Operator } from "../src/auth/Operator.ts"
 import { type EventEnvelope, makeEvent } from "../src/kernel/EventEnvelope.ts"
@@ -24,6 +25,7 @@ export const startEngine = async (
   const app = await make({
     storage: layer(db, dialect),
     outbound,
+    signer: nodeHmacSigner,
     // The replay phase suspends the endpoint on purpose; its notification mails are not news here.
     notifier: Notifier.of({ send: () => Effect.void })
   })

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net"
 import { Kysely, PostgresDialect } from "kysely"
 import { make } from "omnichannel-core"
 import { type Database, layer, migrate } from "omnichannel-core/kysely"
-import { toNodeListener } from "omnichannel-core/node"
+import { nodeHmacSigner, toNodeListener } from "omnichannel-core/node"
 import { simulatedProviders } from "omnichannel-core/providers"
 import pg from "pg"
 
@@ -31,6 +31,8 @@ const messaging = await make({
   storage: layer(db, "postgres", { listen: databaseUrl }),
   basePath: "/messaging/api/v1",
   providers: simulatedProviders,
+  // Signs webhook deliveries with node:crypto on the calling thread (the default, WebCrypto, works everywhere).
+  signer: nodeHmacSigner,
   publicUrl: () => origin,
   connectPath: "/messaging/connect"
 })

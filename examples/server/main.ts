@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
 import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
-import { serve } from "omnichannel-core/node"
+import { nodeHmacSigner, serve } from "omnichannel-core/node"
 import { simulatedProviders } from "omnichannel-core/providers"
 import { readConfig } from "./Config.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
@@ -34,6 +34,7 @@ const main = async () => {
     clock: clock?.clock,
     providers: simulatedProviders,
     outbound,
+    signer: nodeHmacSigner,
     // Mail is dated by the host's clock, like everything background work does.
     notifier: mailFileNotifier(
       join(config.dataDir, "mail"),

@@ -16,18 +16,22 @@ import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
 import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
+import { HmacSigner } from "../ports/HmacSigner.ts"
 import { type Notification, Notifier } from "../ports/Notifier.ts"
 import { type OutboundClient, OutboundError, OutboundHttp, outboundHttpOf } from "../ports/OutboundHttp.ts"
 import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
-import { DispatchSettings, WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
+import { DispatchSettings } from "../webhooks/engine/DispatchSettings.ts"
+import { webCryptoSigner } from "../webhooks/Signature.ts"
+import { WebhookDeliveryService } from "../webhooks/WebhookDeliveryService.ts"
+import { WebhookDispatcher } from "../webhooks/WebhookDispatcher.ts"
 import type { StoragePorts } from "../ports/StoragePorts.ts"
 import { tenantRoutes } from "../tenants/TenantRoutes.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 import { webhookEndpointRoutes } from "../webhooks/WebhookEndpointRoutes.ts"
 import { WebhookEndpointService } from "../webhooks/WebhookEndpointService.ts"
 
-/** What the host configures: channel providers and where connect links point. */
-export type HostServices = ChannelProviders | ConnectLinks | OutboundHttp | Notifier
+/** What the host configures: channel providers, where connect links point, outbound HTTP, notices and signing. */
+export type HostServices = ChannelProviders | ConnectLinks | OutboundHttp | Notifier | HmacSigner
 
 /** The library's own services. */
 export type CoreServices =
@@ -38,6 +42,7 @@ export type CoreServices =
   | ConnectTokenService
   | EventService
   | WebhookEndpointService
+  | WebhookDeliveryService
   | WebhookDispatcher
   | Operator
   | BackgroundWork
@@ -52,8 +57,13 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
   Operator.layer,
   ConnectTokenService.layer,
   WebhookEndpointService.layer,
+  WebhookDeliveryService.layer,
   Layer.effect(BackgroundWork, Effect.map(WebhookDispatcher, (dispatcher) => BackgroundWork.of({ jobs: dispatcher.jobs })))
-).pipe(Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer, WebhookDispatcher.layer)))
+).pipe(
+  // The dispatcher mails suspension notices through the tenants' service.
+  Layer.provideMerge(WebhookDispatcher.layer),
+  Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer))
+)
 
 /** Every route of the `/api/v1` surface. */
 export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
@@ -86,6 +96,11 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly outbound?: OutboundClient
   /** Sends account notifications (webhook suspension, …); without one they are logged. */
   readonly notifier?: Notifier["Service"]
+  /**
+   * Signs webhook deliveries; default WebCrypto, which every runtime has. On Node pass `nodeHmacSigner`
+   * from `omnichannel-core/node`: it signs on the calling thread, several times faster.
+   */
+  readonly signer?: HmacSigner["Service"]
   /** Overrides of the webhook engine's batch sizes and lease length. */
   readonly dispatch?: Partial<DispatchSettings>
   /** Replaces the wall clock (the reference host's manual test clock). */
@@ -157,6 +172,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     })),
     Layer.succeed(OutboundHttp, outboundHttpOf(options.outbound ?? noOutbound)),
     Layer.succeed(Notifier, options.notifier ?? logNotifier),
+    Layer.succeed(HmacSigner, options.signer ?? webCryptoSigner),
     Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch })
   )
   // Workers in this process start at once on events it commits (see `withOutboxSignal`).

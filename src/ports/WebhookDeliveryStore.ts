@@ -1,7 +1,31 @@
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, Schema } from "effect"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
-import type { DeliveryState, DeliveryStatus } from "../webhooks/DeliveryMachine.ts"
 import type { StorageError } from "./StorageError.ts"
+import { RetryStrategy } from "./WebhookEndpointStore.ts"
+
+/** A webhook delivery's status: the spec's six values. */
+export const DeliveryStatus = Schema.Literals(["pending", "success", "failed", "retrying", "dead_letter", "queued"])
+/** A webhook delivery's status. */
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+/**
+ * The part of a webhook delivery its state machine (`webhooks/DeliveryMachine`) reads and writes, as
+ * stored. `attempt_number` counts the attempts made so far; `pending` means due at once, so only
+ * `retrying` carries a `next_retry_at`.
+ */
+export const DeliveryState = Schema.Struct({
+  status: DeliveryStatus,
+  attempt_number: Schema.Int,
+  max_retries: Schema.Int,
+  retry_strategy: RetryStrategy,
+  next_retry_at: Schema.NullOr(Schema.String),
+  completed_at: Schema.NullOr(Schema.String),
+  response_status_code: Schema.NullOr(Schema.Int),
+  response_time_ms: Schema.NullOr(Schema.Int),
+  error_message: Schema.NullOr(Schema.String)
+})
+/** The part of a webhook delivery its state machine reads and writes. */
+export type DeliveryState = typeof DeliveryState.Type
 
 /** One delivery of one event to one endpoint, as stored: the machine's state plus what to send. */
 export interface WebhookDeliveryRecord extends DeliveryState {
@@ -19,6 +43,12 @@ export interface WebhookDeliveryRecord extends DeliveryState {
 
 /** How the engine names a delivery of some tenant. */
 export interface DeliveryKey {
+  readonly id: string
+  readonly tenant_id: string
+}
+
+/** How the engine names an endpoint of some tenant. */
+export interface EndpointKey {
   readonly id: string
   readonly tenant_id: string
 }
@@ -54,7 +84,11 @@ export interface FanOutLease {
 /** How a holder names its lease. */
 export type FanOutHold = Pick<FanOutLease, "id" | "holder">
 
-/** Webhook deliveries. Claims are tenant-agnostic background work; reads are tenant-scoped. */
+/**
+ * Webhook deliveries. Every read and write names the tenant, or carries it with each key or record,
+ * except the background work that claims rows across tenants: `claim*`, `takeFanOut` and the
+ * fan-out leases, whose rows then go on under the tenant they carry.
+ */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
   /**
    * Stores new deliveries, leaving out those whose endpoint no longer exists (a delivery stored after
@@ -107,13 +141,19 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     endpointId: string,
     filter: { readonly status?: DeliveryStatus; readonly event_type?: string; readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<WebhookDeliveryRecord>; readonly total: number }, StorageError>
-  readonly countQueued: (endpointId: string) => Effect.Effect<number, StorageError>
+  /** How many of the endpoint's deliveries wait as `queued` behind its suspension. */
+  readonly countQueued: (tenantId: string, endpointId: string) => Effect.Effect<number, StorageError>
   /** Suspension: the endpoint's pending and retrying deliveries become `queued`. */
-  readonly parkOutstanding: (endpointId: string) => Effect.Effect<void, StorageError>
+  readonly parkOutstanding: (tenantId: string, endpointId: string) => Effect.Effect<void, StorageError>
   /** Recovery: the endpoint's queued deliveries become `pending`, due at once, replayed in event order. */
-  readonly replayQueued: (endpointId: string) => Effect.Effect<void, StorageError>
+  readonly replayQueued: (tenantId: string, endpointId: string) => Effect.Effect<void, StorageError>
   /** Deactivation: the endpoint's unfinished deliveries become `dead_letter` with `reason`. */
-  readonly deadLetterOutstanding: (endpointId: string, reason: string, at: string) => Effect.Effect<void, StorageError>
+  readonly deadLetterOutstanding: (
+    tenantId: string,
+    endpointId: string,
+    reason: string,
+    at: string
+  ) => Effect.Effect<void, StorageError>
   /**
    * Takes up to `limit` outbox events not yet fanned out, oldest first, marks them fanned out at
    * `lease.fanned_at` and stores `lease` over all of them (its `seqs` are theirs), as one atomic step:
@@ -144,11 +184,12 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     limit: number
   ) => Effect.Effect<ReadonlyArray<FanOutLease>, StorageError>
   /**
-   * Of the deliveries created at `createdAt` for these endpoints and outbox events, which exist:
-   * resolves to `"endpointId seq"` keys. For taking over a fan-out lease.
+   * Of the deliveries created at `createdAt` for these endpoints (each only in the tenant given with
+   * it) and outbox events, which exist: resolves to `"endpointId seq"` keys. For taking over a
+   * fan-out lease, whose events may be several tenants'.
    */
   readonly existingAt: (
-    endpointIds: ReadonlyArray<string>,
+    endpoints: ReadonlyArray<EndpointKey>,
     createdAt: string,
     seqs: ReadonlyArray<number>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>

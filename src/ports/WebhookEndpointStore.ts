@@ -1,7 +1,32 @@
-import { Context, type Effect, type Option } from "effect"
-import type { EndpointState } from "../webhooks/EndpointMachine.ts"
-import type { RetryStrategy } from "../webhooks/RetrySchedule.ts"
+import { Context, type Effect, type Option, Schema } from "effect"
 import type { StorageError } from "./StorageError.ts"
+
+/** How an endpoint's failed deliveries are retried: the spec's three strategies. */
+export const RetryStrategy = Schema.Literals(["exponential", "linear", "none"])
+/** How an endpoint's failed deliveries are retried. */
+export type RetryStrategy = typeof RetryStrategy.Type
+
+/**
+ * The part of a webhook endpoint its circuit breaker (`webhooks/EndpointMachine`) reads and writes,
+ * as stored. `permanently_deactivated_at` is ours (the spec has no field for it): it tells a
+ * circuit-breaker shutdown from a PATCH to false. `last_success_at`, `last_failure_at` and
+ * `last_error` describe the last request made to the endpoint, delivery or verification check
+ * alike, so a user can see why it was suspended.
+ */
+export const EndpointState = Schema.Struct({
+  is_active: Schema.Boolean,
+  is_verified: Schema.Boolean,
+  consecutive_failures: Schema.Int,
+  suspended_at: Schema.NullOr(Schema.String),
+  next_reactivation_at: Schema.NullOr(Schema.String),
+  reactivation_attempts: Schema.Int,
+  permanently_deactivated_at: Schema.NullOr(Schema.String),
+  last_success_at: Schema.NullOr(Schema.String),
+  last_failure_at: Schema.NullOr(Schema.String),
+  last_error: Schema.NullOr(Schema.String)
+})
+/** The part of a webhook endpoint its circuit breaker reads and writes. */
+export type EndpointState = typeof EndpointState.Type
 
 /**
  * A webhook endpoint as stored. `secret` signs deliveries and `authorization_header` is sent to

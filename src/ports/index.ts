@@ -24,6 +24,7 @@ export { WebhookEndpointStore, type WebhookEndpointRecord } from "./WebhookEndpo
 export { type Notification, Notifier } from "./Notifier.ts"
 export {
   type DeliveryKey,
+  type EndpointKey,
   type DeliverySave,
   type DeliveryStateOf,
   type FanOutHold,

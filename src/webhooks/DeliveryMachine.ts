@@ -1,29 +1,9 @@
-import { Schema } from "effect"
 import { addSeconds, type Timestamp } from "../kernel/Timestamp.ts"
-import { MAX_QUEUED_PER_ENDPOINT, retryDelaySeconds, RetryStrategy } from "./RetrySchedule.ts"
+import type { DeliveryState, DeliveryStatus } from "../ports/WebhookDeliveryStore.ts"
+import { MAX_QUEUED_PER_ENDPOINT, retryDelaySeconds } from "./RetrySchedule.ts"
 
-/** A webhook delivery's status: the spec's six values. */
-export const DeliveryStatus = Schema.Literals(["pending", "success", "failed", "retrying", "dead_letter", "queued"])
-/** A webhook delivery's status. */
-export type DeliveryStatus = typeof DeliveryStatus.Type
-
-/**
- * The part of a webhook delivery its state machine reads and writes. `attempt_number` counts the
- * attempts made so far; `pending` means due at once, so only `retrying` carries a `next_retry_at`.
- */
-export const DeliveryState = Schema.Struct({
-  status: DeliveryStatus,
-  attempt_number: Schema.Int,
-  max_retries: Schema.Int,
-  retry_strategy: RetryStrategy,
-  next_retry_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String),
-  response_status_code: Schema.NullOr(Schema.Int),
-  response_time_ms: Schema.NullOr(Schema.Int),
-  error_message: Schema.NullOr(Schema.String)
-})
-/** The part of a webhook delivery its state machine reads and writes. */
-export type DeliveryState = typeof DeliveryState.Type
+/** A delivery's status and the part of a delivery this machine reads and writes, stored as the port declares them. */
+export { DeliveryState, DeliveryStatus } from "../ports/WebhookDeliveryStore.ts"
 
 /** An endpoint's retry settings, copied onto each delivery when it is created. */
 export type RetrySettings = Pick<DeliveryState, "max_retries" | "retry_strategy">
@@ -51,8 +31,6 @@ export type DeliveryEvent =
 
 /** What the service must do after a transition. */
 export type DeliveryIntent =
-  /** Make the next attempt at `at` (now for a new or replayed delivery). */
-  | { readonly _tag: "ScheduleAttempt"; readonly at: Timestamp }
   /** Tell the endpoint's circuit breaker an attempt succeeded (`DeliverySucceeded`). */
   | { readonly _tag: "ResetFailures" }
   /** Tell the endpoint's circuit breaker an attempt failed (`DeliveryFailed`). */
@@ -95,7 +73,7 @@ export const make = (settings: RetrySettings, placement: Placement, now: Timesta
     response_time_ms: null,
     error_message: null
   }
-  if (placement._tag === "Deliver") return { state: fresh, intents: [{ _tag: "ScheduleAttempt", at: now }] }
+  if (placement._tag === "Deliver") return { state: fresh, intents: [] }
   if (placement.queued < MAX_QUEUED_PER_ENDPOINT) return { state: { ...fresh, status: "queued" }, intents: [] }
   return { state: { ...fresh, status: "dead_letter", completed_at: now, error_message: QUEUE_FULL }, intents: [] }
 }
@@ -150,7 +128,7 @@ export const transition = <S extends DeliveryState>(
       const at = addSeconds(now, delay)
       return {
         state: { ...outcome, status: "retrying", next_retry_at: at },
-        intents: [count, { _tag: "ScheduleAttempt", at }]
+        intents: [count]
       }
     }
     case "EndpointSuspended":
@@ -160,7 +138,7 @@ export const transition = <S extends DeliveryState>(
       return { state: { ...state, status: "queued", next_retry_at: null }, intents: [] }
     case "Replay":
       if (state.status !== "queued") return unchanged
-      return { state: { ...state, status: "pending", next_retry_at: null }, intents: [{ _tag: "ScheduleAttempt", at: now }] }
+      return { state: { ...state, status: "pending", next_retry_at: null }, intents: [] }
     case "DeadLetter":
       if (finished(state.status)) return unchanged
       return {

@@ -1,27 +1,10 @@
 import { Schema } from "effect"
 import type { Timestamp } from "../kernel/Timestamp.ts"
+import type { EndpointState } from "../ports/WebhookEndpointStore.ts"
 import { nextReverificationAt, SUSPEND_AFTER_CONSECUTIVE_FAILURES } from "./RetrySchedule.ts"
 
-/**
- * The part of a webhook endpoint its circuit breaker reads and writes. `permanently_deactivated_at`
- * is ours (the spec has no field for it): it tells a circuit-breaker shutdown from a PATCH to false.
- * `last_success_at`, `last_failure_at` and `last_error` describe the last request made to the
- * endpoint, delivery or verification check alike, so a user can see why it was suspended.
- */
-export const EndpointState = Schema.Struct({
-  is_active: Schema.Boolean,
-  is_verified: Schema.Boolean,
-  consecutive_failures: Schema.Int,
-  suspended_at: Schema.NullOr(Schema.String),
-  next_reactivation_at: Schema.NullOr(Schema.String),
-  reactivation_attempts: Schema.Int,
-  permanently_deactivated_at: Schema.NullOr(Schema.String),
-  last_success_at: Schema.NullOr(Schema.String),
-  last_failure_at: Schema.NullOr(Schema.String),
-  last_error: Schema.NullOr(Schema.String)
-})
-/** The part of a webhook endpoint its circuit breaker reads and writes. */
-export type EndpointState = typeof EndpointState.Type
+/** The part of a webhook endpoint its circuit breaker reads and writes (stored as the port declares it). */
+export { EndpointState } from "../ports/WebhookEndpointStore.ts"
 
 /** An endpoint's state in the spec's table, derived from its fields. */
 export const EndpointStatus = Schema.Literals(["active", "inactive", "suspended", "permanently_deactivated"])
@@ -105,27 +88,6 @@ export const routeEvent = (state: EndpointState): EventRoute => {
     case "permanently_deactivated":
       return "drop"
   }
-}
-
-const STATE_KEYS = Object.keys(EndpointState.fields) as ReadonlyArray<keyof EndpointState>
-
-/** How stale `last_success_at` may be before a run of successes is written out. */
-export const SUCCESS_FRESHNESS_MS = 1_000
-
-/**
- * Whether moving from `before` to `after` must be stored. Everything counts except
- * `last_success_at` moving forward by less than SUCCESS_FRESHNESS_MS: a healthy endpoint takes
- * thousands of deliveries a second, and storing the moment of each would serialize every worker on
- * its row for a timestamp no reader needs to the millisecond.
- */
-export const worthStoring = (before: EndpointState, after: EndpointState): boolean => {
-  if (before === after) return false
-  for (const key of STATE_KEYS) {
-    if (key !== "last_success_at" && before[key] !== after[key]) return true
-  }
-  if (before.last_success_at === after.last_success_at) return false
-  if (before.last_success_at === null || after.last_success_at === null) return true
-  return Date.parse(after.last_success_at) - Date.parse(before.last_success_at) >= SUCCESS_FRESHNESS_MS
 }
 
 /** Whether an automatic re-verification check is due at `now`. */

@@ -1,10 +1,8 @@
-import { Schema } from "effect"
 import { addSeconds, type Timestamp } from "../kernel/Timestamp.ts"
+import type { RetryStrategy } from "../ports/WebhookEndpointStore.ts"
 
-/** How an endpoint's failed deliveries are retried: the spec's three strategies. */
-export const RetryStrategy = Schema.Literals(["exponential", "linear", "none"])
-/** How an endpoint's failed deliveries are retried. */
-export type RetryStrategy = typeof RetryStrategy.Type
+/** How an endpoint's failed deliveries are retried: the spec's three strategies (stored as the port declares it). */
+export { RetryStrategy } from "../ports/WebhookEndpointStore.ts"
 
 // Retries 1 to 6 wait these; the last entry, 30 minutes, serves the 7th retry and every later one.
 const EXPONENTIAL_DELAYS_SECONDS = [5, 10, 30, 2 * 60, 5 * 60, 10 * 60, 30 * 60] as const

@@ -1,14 +1,11 @@
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { NotFound } from "../kernel/ApiError.ts"
 import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, toPageRequest, toWindow } from "../kernel/Pagination.ts"
-import { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
-import { WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
 import { DeliveryStatus } from "./DeliveryMachine.ts"
 import { statusOf } from "./EndpointMachine.ts"
 import { toWebhookDelivery, WebhookDeliveryList, WebhookRetried, WebhookVerified } from "./WebhookDelivery.ts"
-import { WebhookDispatcher } from "./WebhookDispatcher.ts"
+import { WebhookDeliveryService } from "./WebhookDeliveryService.ts"
 
 /** Default and largest `page_size` of the deliveries list. */
 export const DELIVERIES_PAGE_SIZE = { default: 50, max: 100 } as const
@@ -35,11 +32,8 @@ export const webhookDeliveryRoutes = [
     handle: ({ principal, params, query }) =>
       Effect.gen(function*() {
         const id = yield* endpointId(params)
-        if (Option.isNone(yield* (yield* WebhookEndpointStore).get(principal.tenantId, id))) {
-          return yield* new NotFound({ message: `Webhook endpoint ${id} not found` })
-        }
         const page = toPageRequest(query, DELIVERIES_PAGE_SIZE.default)
-        const { items, total } = yield* (yield* WebhookDeliveryStore).list(principal.tenantId, id, {
+        const { items, total } = yield* (yield* WebhookDeliveryService).list(principal.tenantId, id, {
           ...toWindow(page),
           ...(query.status === undefined ? {} : { status: query.status }),
           ...(query.event_type === undefined ? {} : { event_type: query.event_type })
@@ -67,7 +61,7 @@ export const webhookDeliveryRoutes = [
       Effect.gen(function*() {
         const id = yield* endpointId(params)
         const deliveryId = yield* pathId(params, "delivery_id", "Delivery")
-        const retried = yield* (yield* WebhookDispatcher).retry(principal.tenantId, id, deliveryId)
+        const retried = yield* (yield* WebhookDeliveryService).retry(principal.tenantId, id, deliveryId)
         return {
           success: true,
           delivery_id: retried.id,
@@ -91,7 +85,7 @@ export const webhookDeliveryRoutes = [
     handle: ({ principal, params }) =>
       Effect.gen(function*() {
         const id = yield* endpointId(params)
-        const { endpoint, outcome } = yield* (yield* WebhookDispatcher).verify(principal.tenantId, id)
+        const { endpoint, outcome } = yield* (yield* WebhookDeliveryService).verify(principal.tenantId, id)
         return {
           success: outcome.ok,
           webhook_id: endpoint.id,

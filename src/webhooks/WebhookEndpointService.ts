@@ -5,8 +5,8 @@ import { randomBase64 } from "../kernel/Secret.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { WebhookDeliveryStore } from "../ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../ports/WebhookEndpointStore.ts"
+import { makeEndpointIntents } from "./EndpointIntents.ts"
 import * as EndpointMachine from "./EndpointMachine.ts"
 import { type CreateWebhookEndpointRequest, type UpdateWebhookEndpointRequest, WEBHOOK_LIMITS } from "./WebhookEndpoint.ts"
 
@@ -41,8 +41,8 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
     WebhookEndpointService,
     Effect.gen(function*() {
       const endpoints = yield* WebhookEndpointStore
-      const deliveries = yield* WebhookDeliveryStore
       const transactor = yield* Transactor
+      const endpointIntents = yield* makeEndpointIntents
 
       const get = Effect.fnUntraced(function*(tenantId: string, id: string) {
         const found = yield* endpoints.get(tenantId, id)
@@ -95,10 +95,9 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
             const { intents, state: health } = request.is_active === undefined
               ? { intents: [], state: before }
               : EndpointMachine.transition(before, { _tag: "PatchIsActive", value: request.is_active }, at)
-            // PATCH is_active false dead-letters what was still waiting, in this transaction; a PATCH has no other intents.
-            for (const intent of intents) {
-              if (intent._tag === "DeadLetterOutstanding") yield* deliveries.deadLetterOutstanding(id, intent.reason, at)
-            }
+            // PATCH is_active false dead-letters what was still waiting, in this transaction; a PATCH
+            // notifies nobody (the user made the change).
+            yield* endpointIntents.perform(before, intents, at)
             const mode = request.source_filter_mode ?? before.source_filter_mode
             const after: WebhookEndpointRecord = {
               ...health,

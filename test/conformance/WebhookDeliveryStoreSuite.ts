@@ -68,10 +68,12 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
   describe("WebhookDeliveryStore", () => {
     // Claims are not scoped by tenant, so each test's rows are finished afterwards and never crowd
     // a later test's claim.
-    const endpointsMade: Array<string> = []
+    const endpointsMade: Array<WebhookEndpointRecord> = []
     afterEach(async () => {
-      const ids = endpointsMade.splice(0)
-      await h().run(store((s) => Effect.forEach(ids, (id) => s.deadLetterOutstanding(id, "test over", NOW), { discard: true })))
+      const made = endpointsMade.splice(0)
+      await h().run(store((s) =>
+        Effect.forEach(made, (e) => s.deadLetterOutstanding(e.tenant_id, e.id, "test over", NOW), { discard: true })
+      ))
     })
 
     /** A new tenant with `count` endpoints. */
@@ -79,7 +81,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       const { tenant } = await h().run(seedTenant)
       const endpoints = Array.from({ length: count }, () => webhookEndpointRecord(tenant.id))
       await h().run(WebhookEndpointStore.use((s) => Effect.forEach(endpoints, (e) => s.insert(e), { discard: true })))
-      endpointsMade.push(...endpoints.map((e) => e.id))
+      endpointsMade.push(...endpoints)
       return endpoints
     }
 
@@ -263,7 +265,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
           const ids = [...a, ...b].map((d) => d.id)
           expect(new Set(ids).size).toBe(ids.length)
           expect(ids.sort()).toEqual(due.map((d) => d.id).sort())
-          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
+          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.tenant_id, endpoint!.id, "round over", NOW)))
         }
       })
 
@@ -282,7 +284,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
           const ids = [...a, ...b].filter((d) => d.webhook_endpoint_id === endpoint!.id).map((d) => d.id)
           expect(new Set(ids).size).toBe(ids.length)
           expect(ids.sort()).toEqual(leased.map((d) => d.id).sort())
-          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.id, "round over", NOW)))
+          await h().run(store((s) => s.deadLetterOutstanding(endpoint!.tenant_id, endpoint!.id, "round over", NOW)))
         }
       })
     })
@@ -459,9 +461,9 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         await insert(h, [...made, ...elsewhere])
 
         const asked = [...seqs, elsewhere[1]!.outbox_seq, nextSeq++]
-        const existing = await h().run(store((s) => s.existingAt([first!.id], NOW, asked)))
+        const existing = await h().run(store((s) => s.existingAt([first!], NOW, asked)))
         expect(existing).toEqual(new Set(seqs.map((seq) => `${first!.id} ${seq}`)))
-        const both = await h().run(store((s) => s.existingAt([first!.id, second!.id], NOW, [seqs[0]!])))
+        const both = await h().run(store((s) => s.existingAt([first!, second!], NOW, [seqs[0]!])))
         expect(both).toEqual(new Set([`${first!.id} ${seqs[0]}`, `${second!.id} ${seqs[0]}`]))
         expect(await h().run(store((s) => s.existingAt([], NOW, seqs)))).toEqual(new Set())
       })
@@ -577,29 +579,29 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
 
       it("parks the endpoint's pending and retrying rows as queued, keeping their attempts, and touches nothing else", async () => {
         const { suspended, mine, theirs, read, unchanged } = await everyStatus()
-        await h().run(store((s) => s.parkOutstanding(suspended.id)))
+        await h().run(store((s) => s.parkOutstanding(suspended.tenant_id, suspended.id)))
 
         expect(await read(mine.pending)).toEqual({ ...mine.pending, status: "queued" })
         expect(await read(mine.retrying)).toEqual({ ...mine.retrying, status: "queued", next_retry_at: null })
         await unchanged(mine, ["queued", "success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
-        expect(await h().run(store((s) => s.countQueued(suspended.id)))).toBe(3)
+        expect(await h().run(store((s) => s.countQueued(suspended.tenant_id, suspended.id)))).toBe(3)
       })
 
       it("replays the endpoint's queued rows as pending, and touches nothing else", async () => {
         const { suspended, mine, theirs, read, unchanged } = await everyStatus()
-        await h().run(store((s) => s.replayQueued(suspended.id)))
+        await h().run(store((s) => s.replayQueued(suspended.tenant_id, suspended.id)))
 
         expect(await read(mine.queued)).toEqual({ ...mine.queued, status: "pending" })
         await unchanged(mine, ["pending", "retrying", "success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
-        expect(await h().run(store((s) => s.countQueued(suspended.id)))).toBe(0)
+        expect(await h().run(store((s) => s.countQueued(suspended.tenant_id, suspended.id)))).toBe(0)
       })
 
       it("dead-letters the endpoint's pending, retrying and queued rows with the reason, and touches nothing else", async () => {
         const { suspended, mine, theirs, read, unchanged } = await everyStatus()
         const when = at("12:30:00.000")
-        await h().run(store((s) => s.deadLetterOutstanding(suspended.id, "endpoint set inactive", when)))
+        await h().run(store((s) => s.deadLetterOutstanding(suspended.tenant_id, suspended.id, "endpoint set inactive", when)))
 
         for (const key of ["pending", "retrying", "queued"] as const) {
           expect(await read(mine[key])).toEqual({
@@ -612,6 +614,20 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         }
         await unchanged(mine, ["success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
+      })
+
+      it("moves, counts and finds an endpoint's deliveries only in the tenant named with it", async () => {
+        const { suspended, mine, read, unchanged } = await everyStatus()
+        const [stranger] = await endpointsOfNewTenant()
+        await h().run(store((s) => s.parkOutstanding(stranger!.tenant_id, suspended.id)))
+        await h().run(store((s) => s.replayQueued(stranger!.tenant_id, suspended.id)))
+        await h().run(store((s) => s.deadLetterOutstanding(stranger!.tenant_id, suspended.id, "not theirs", NOW)))
+        await unchanged(mine, ALL)
+        expect(await read(mine.queued)).toEqual(mine.queued)
+        expect(await h().run(store((s) => s.countQueued(stranger!.tenant_id, suspended.id)))).toBe(0)
+        const asked = Object.values(mine).map((d) => d.outbox_seq)
+        expect(await h().run(store((s) => s.existingAt([{ id: suspended.id, tenant_id: stranger!.tenant_id }], NOW, asked))))
+          .toEqual(new Set())
       })
     })
 
@@ -660,7 +676,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
           deliveryRecord(endpoint!, { status: "dead_letter" }),
           deliveryRecord(other!, { status: "queued" })
         ])
-        expect(await h().run(store((s) => s.countQueued(endpoint!.id)))).toBe(2)
+        expect(await h().run(store((s) => s.countQueued(endpoint!.tenant_id, endpoint!.id)))).toBe(2)
       })
     })
   })

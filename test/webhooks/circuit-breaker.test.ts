@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { afterEach, beforeAll, describe, expect, it } from "vitest"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
-import type { DispatchSettings } from "../../src/webhooks/WebhookDispatcher.ts"
+import type { DispatchSettings } from "../../src/webhooks/engine/DispatchSettings.ts"
 import { outboxEvents } from "../http/OutboxEvents.ts"
 import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
 import { verifySignature } from "./Receiver.ts"

@@ -7,14 +7,14 @@ import {
   type WebhookDeliveryRecord,
   WebhookDeliveryStore
 } from "../../../src/ports/WebhookDeliveryStore.ts"
-import { DeliveryStatus } from "../../../src/webhooks/DeliveryMachine.ts"
-import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
+import { DeliveryStatus } from "../../../src/ports/WebhookDeliveryStore.ts"
+import type { RetryStrategy } from "../../../src/ports/WebhookEndpointStore.ts"
 import { sql } from "kysely"
 import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
-import { toPlaced } from "./OutboxStoreKysely.ts"
+import { toPlaced } from "../OutboxRows.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
@@ -133,8 +133,10 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
     const statement = statements(connection.dialect)
-    const forEndpoint = (endpointId: string, statuses: ReadonlyArray<DeliveryStatus>) => (db: typeof connection.db) =>
-      db.updateTable("webhook_deliveries").where("webhook_endpoint_id", "=", endpointId).where("status", "in", statuses)
+    const forEndpoint = (tenantId: string, endpointId: string, statuses: ReadonlyArray<DeliveryStatus>) =>
+    (db: typeof connection.db) =>
+      db.updateTable("webhook_deliveries").where("tenant_id", "=", tenantId).where("webhook_endpoint_id", "=", endpointId)
+        .where("status", "in", statuses)
     return WebhookDeliveryStore.of({
       insertMany: (deliveries, leaseUntil) =>
         deliveries.length === 0 ? Effect.void : query(connection, (db) =>
@@ -199,22 +201,22 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
           const count = await base.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
           return { items: items.map(fromRow), total: Number(count.n) }
         }),
-      countQueued: (endpointId) =>
+      countQueued: (tenantId, endpointId) =>
         query(connection, (db) =>
-          db.selectFrom("webhook_deliveries").select((eb) => eb.fn.countAll().as("n"))
+          db.selectFrom("webhook_deliveries").select((eb) => eb.fn.countAll().as("n")).where("tenant_id", "=", tenantId)
             .where("webhook_endpoint_id", "=", endpointId).where("status", "=", "queued").executeTakeFirstOrThrow())
           .pipe(Effect.map((row) => Number(row.n))),
-      parkOutstanding: (endpointId) =>
+      parkOutstanding: (tenantId, endpointId) =>
         query(connection, (db) =>
-          forEndpoint(endpointId, ["pending", "retrying"])(db).set({ status: "queued", next_retry_at: null }).execute())
+          forEndpoint(tenantId, endpointId, ["pending", "retrying"])(db).set({ status: "queued", next_retry_at: null }).execute())
           .pipe(Effect.asVoid),
-      replayQueued: (endpointId) =>
+      replayQueued: (tenantId, endpointId) =>
         query(connection, (db) =>
-          forEndpoint(endpointId, ["queued"])(db).set({ status: "pending", next_retry_at: null }).execute())
+          forEndpoint(tenantId, endpointId, ["queued"])(db).set({ status: "pending", next_retry_at: null }).execute())
           .pipe(Effect.asVoid),
-      deadLetterOutstanding: (endpointId, reason, at) =>
+      deadLetterOutstanding: (tenantId, endpointId, reason, at) =>
         query(connection, (db) =>
-          forEndpoint(endpointId, ["pending", "retrying", "queued"])(db)
+          forEndpoint(tenantId, endpointId, ["pending", "retrying", "queued"])(db)
             .set({ status: "dead_letter", next_retry_at: null, error_message: reason, completed_at: at }).execute())
           .pipe(Effect.asVoid),
       // A cheap look first: a worker that finds nothing waiting (or woken by the same commit as another,
@@ -279,15 +281,19 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             .sort((a, b) => (a.fanned_at < b.fanned_at ? -1 : a.fanned_at > b.fanned_at ? 1 : 0))
         )),
       // Through the endpoint index: every status listed so the index's leading columns are all bound.
-      existingAt: (endpointIds, createdAt, seqs) =>
-        endpointIds.length === 0 || seqs.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
-          db.selectFrom("webhook_deliveries").select(["webhook_endpoint_id", "outbox_seq"])
-            .where("webhook_endpoint_id", "in", [...endpointIds])
+      existingAt: (endpoints, createdAt, seqs) =>
+        endpoints.length === 0 || seqs.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          db.selectFrom("webhook_deliveries").select(["tenant_id", "webhook_endpoint_id", "outbox_seq"])
+            .where("webhook_endpoint_id", "in", endpoints.map((e) => e.id))
             .where("status", "in", [...DeliveryStatus.literals])
             .where("created_at", "=", createdAt)
             .where("outbox_seq", "in", [...seqs])
             .execute())
-          .pipe(Effect.map((rows) => new Set(rows.map((row) => `${row.webhook_endpoint_id} ${Number(row.outbox_seq)}`))))
+          .pipe(Effect.map((rows) => {
+            const tenantOf = new Map(endpoints.map((e) => [e.id, e.tenant_id]))
+            return new Set(rows.filter((row) => tenantOf.get(row.webhook_endpoint_id) === row.tenant_id)
+              .map((row) => `${row.webhook_endpoint_id} ${Number(row.outbox_seq)}`))
+          }))
     })
   })
 )

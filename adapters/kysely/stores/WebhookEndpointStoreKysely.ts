@@ -1,7 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { sql } from "kysely"
-import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../../src/ports/WebhookEndpointStore.ts"
-import type { RetryStrategy } from "../../../src/webhooks/RetrySchedule.ts"
+import { type RetryStrategy, type WebhookEndpointRecord, WebhookEndpointStore } from "../../../src/ports/WebhookEndpointStore.ts"
 import { amongKeys, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { WebhookEndpointsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"

@@ -7,8 +7,7 @@ import {
   make,
   routeEvent,
   statusOf,
-  transition,
-  worthStoring
+  transition
 } from "../../../src/webhooks/EndpointMachine.ts"
 
 const T0 = Date.parse("2026-11-22T12:00:00.000Z")
@@ -290,27 +289,4 @@ describe("PATCH is_active", () => {
       expect(patch(before, value)).toEqual({ state: before, intents: [] })
     }
   )
-})
-
-describe("what is worth storing", () => {
-  const succeeded = (state: EndpointState, ms: number) => transition(state, { _tag: "DeliverySucceeded" }, at(ms)).state
-
-  it("skips a healthy endpoint's last_success_at moving by less than a second, and stores it once it moved a second", () => {
-    const first = succeeded(make(), T0)
-    expect(worthStoring(make(), first)).toBe(true)
-    expect(worthStoring(first, succeeded(first, T0 + 999))).toBe(false)
-    expect(worthStoring(first, succeeded(first, T0 + 1_000))).toBe(true)
-    expect(worthStoring(first, first)).toBe(false)
-  })
-
-  it("stores every other change, however soon: a failure, its count, a reset of the count, a suspension", () => {
-    const healthy = succeeded(make(), T0)
-    const failed = transition(healthy, deliveryFailed, at(T0 + 1)).state
-    expect(worthStoring(healthy, failed)).toBe(true)
-    const twice = transition(failed, deliveryFailed, at(T0 + 1)).state
-    expect(worthStoring(failed, twice)).toBe(true)
-    // A success right after failures resets the count: stored, though last_success_at barely moved.
-    expect(worthStoring(twice, succeeded(twice, T0 + 2))).toBe(true)
-    expect(worthStoring(failTimes(make(), 19).state, failTimes(make(), 20).state)).toBe(true)
-  })
 })

@@ -1,37 +1,31 @@
 import { Effect, Exit } from "effect"
 import { Webhook, WebhookVerificationError } from "standardwebhooks"
 import { describe, expect, it } from "vitest"
-import {
-  type HmacSigner,
-  nativeSigner,
-  sign,
-  signer,
-  type SignatureHeaders,
-  signThen,
-  webCryptoSigner
-} from "../../../src/webhooks/Signature.ts"
+import { nodeHmacSigner as nativeSigner } from "../../../adapters/node/NodeHmacSigner.ts"
+import type { HmacSigner } from "../../../src/ports/HmacSigner.ts"
+import { sign, type SignatureHeaders, signThen, webCryptoSigner } from "../../../src/webhooks/Signature.ts"
 import { newSigningSecret } from "../../../src/webhooks/WebhookEndpointService.ts"
 
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 
 describe("the signer", () => {
-  it("is node:crypto's synchronous HMAC on Node, with WebCrypto for runtimes without it", () => {
-    expect(nativeSigner).toBeDefined()
-    expect(signer).toBe(nativeSigner)
+  it("signs on the calling thread with node:crypto; WebCrypto (every runtime's) has no such path", () => {
+    expect(nativeSigner.signNow).toBeTypeOf("function")
+    expect(webCryptoSigner.signNow).toBeUndefined()
   })
 
   it("signs alike with node:crypto and WebCrypto, for many secrets and bodies", async () => {
     for (let i = 0; i < 50; i++) {
       const secret = await Effect.runPromise(newSigningSecret)
       const body = JSON.stringify({ n: i, text: "Zoë ✓ 🚀".repeat(i) })
-      const [native, web] = await Promise.all([nativeSigner!, webCryptoSigner].map((using) =>
+      const [native, web] = await Promise.all([nativeSigner, webCryptoSigner].map((using) =>
         Effect.runPromise(sign({ secret, messageId: `evt_${i}`, timestampSeconds: 1_700_000_000 + i, body }, using))))
       expect(native).toEqual(web)
     }
   })
 })
 
-const signers: ReadonlyArray<HmacSigner> = [nativeSigner!, webCryptoSigner]
+const signers: ReadonlyArray<HmacSigner["Service"]> = [nativeSigner, webCryptoSigner]
 
 describe.each(signers)("Standard Webhooks signatures ($name)", (using) => {
   const sign_ = (input: Parameters<typeof sign>[0]) => sign(input, using)
@@ -67,7 +61,7 @@ describe.each(signers)("Standard Webhooks signatures ($name)", (using) => {
 
 describe("signing outside a fiber (signThen)", () => {
   const input = { secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", messageId: "msg_1", timestampSeconds: 1614265330.9, body: '{"a":1}' }
-  const signedThen = (using: HmacSigner, given = input) =>
+  const signedThen = (using: HmacSigner["Service"], given = input) =>
     new Promise<{ readonly exit: Exit.Exit<SignatureHeaders>; readonly atOnce: boolean }>((resolve) => {
       let returned = false
       signThen(given, (exit) => resolve({ exit, atOnce: !returned }), using)
@@ -75,8 +69,8 @@ describe("signing outside a fiber (signThen)", () => {
     })
 
   it("hands over what sign gives: at once with node:crypto, after the job with WebCrypto", async () => {
-    const expected = await Effect.runPromise(sign(input))
-    const native = await signedThen(nativeSigner!)
+    const expected = await Effect.runPromise(sign(input, webCryptoSigner))
+    const native = await signedThen(nativeSigner)
     const web = await signedThen(webCryptoSigner)
     expect(native).toEqual({ exit: Exit.succeed(expected), atOnce: true })
     expect(web).toEqual({ exit: Exit.succeed(expected), atOnce: false })
