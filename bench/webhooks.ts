@@ -8,8 +8,9 @@
  *
  * Each baseline runs with two HTTP clients: Node's `https` module (what a bare loop is usually
  * written with) and undici (what the engine's guarded client posts with, at well under half the
- * CPU per request). Goals are judged against the `node:https` baselines, whose one-at-a-time loop makes
- * the figure the goals were set against; the readings against undici are printed too, as stricter ones.
+ * CPU per request). Goals are judged against the undici baselines, the engine's own client: SQLite in
+ * one process at least 0.5 × the undici loop, PostgreSQL with 2 worker processes ahead of graphile-worker's
+ * best with undici. The `node:https` readings are printed for reference.
  *
  *   npm run bench:webhooks -- [--events 20000] [--quick]     (npx tsx bench/webhooks.ts …)
  *
@@ -368,14 +369,14 @@ interface Baseline {
 }
 
 /**
- * The issue that set the goals measured its bare loop at about 4,100 POSTs/s on this machine kind,
- * against about 4,000/s for graphile-worker batched. A `node:https` loop that awaits each answer makes
- * that figure here (3,693–4,115/s); a loop with 64 in flight goes well past it. The goals are judged
- * against the 64-in-flight `node:https` loop and graphile-worker's best with `node:https`, already
- * stricter than the issue's figures (the engine keeps 64 in flight too). The same readings with undici,
- * the engine's own client, are printed as well, marked as stricter than the goals: undici's loop runs at
- * 17,500–30,200/s, four to eight times the loop the goals were set against.
+ * The engine posts with undici, so its goals are read against the baselines posting with undici too:
+ * the bare loop with 64 in flight and graphile-worker's fastest batched row, measured in the same run.
  */
+const FAIR_CLIENT: PostClient = "undici"
+/** SQLite in one process delivers at least this fraction of the undici bare loop's rate. */
+const SQLITE_GOAL = 0.5
+
+/** The loop awaiting each answer, which made the first goals' figure (about 4,100 POSTs/s), is printed for reference. */
 const ISSUE_BARE_LOOP = 4_100
 
 const printReport = (
@@ -425,31 +426,27 @@ const printReport = (
     console.log(`  ${row.name.padEnd(name)}  ${parts.join(", ")}; total ${total.toFixed(0)}`)
   }
 
-  // A reading with undici is stricter than the goal (see ISSUE_BARE_LOOP): it says whether it holds.
-  const STRICTER = "(stricter than the goal) "
+  // Goals are read against the baselines that post with the engine's own client (undici): the same
+  // client, database and machine. The node:https readings are printed for reference.
   const verdict = (met: boolean | undefined, goal: string) =>
-    met === undefined
-      ? (goal.startsWith("(reference") ? "INFO" : "SKIPPED")
-      : goal.startsWith(STRICTER) ? (met ? "HOLDS" : "SHORT") : met ? "MET" : "MISSED"
-  const labelled = (goal: string, client: PostClient) => (client === "undici" ? `${STRICTER}${goal}` : goal)
+    met === undefined ? (goal.startsWith("(reference") ? "INFO" : "SKIPPED") : met ? "MET" : "MISSED"
   const goals: Array<[string, string, boolean | undefined]> = []
-  for (const baseline of baselines) {
+  for (const baseline of [...baselines].sort((a, b) => (a.client === FAIR_CLIENT ? -1 : b.client === FAIR_CLIENT ? 1 : 0))) {
+    const fair = baseline.client === FAIR_CLIENT
     const sqliteRatio = (sqlite.burst?.perSecond ?? 0) / baseline.bare
-    goals.push([
-      labelled(`SQLite, 1 process ≥ 0.8 × bare loop (${baseline.client})`, baseline.client),
-      `${format.rate(sqlite.burst?.perSecond)}/s = ${sqliteRatio.toFixed(2)} × bare`,
-      sqliteRatio >= 0.8
-    ])
-  }
-  for (const baseline of baselines) {
     const graphileRate = baseline.graphile?.burst?.perSecond
     const postgres2Rate = postgres2?.burst?.perSecond
     goals.push([
-      labelled(`PostgreSQL, 2 processes > graphile-worker's best (${baseline.client})`, baseline.client),
+      `${fair ? "" : "(reference) "}SQLite, 1 process ≥ ${SQLITE_GOAL} × bare loop (${baseline.client})`,
+      `${format.rate(sqlite.burst?.perSecond)}/s = ${sqliteRatio.toFixed(2)} × ${format.rate(baseline.bare)}/s`,
+      fair ? sqliteRatio >= SQLITE_GOAL : undefined
+    ])
+    goals.push([
+      `${fair ? "" : "(reference) "}PostgreSQL, 2 processes > graphile-worker's best (${baseline.client})`,
       postgres2Rate === undefined || graphileRate === undefined
         ? "no PostgreSQL"
         : `${format.rate(postgres2Rate)}/s vs ${format.rate(graphileRate)}/s = ${(postgres2Rate / graphileRate).toFixed(2)} ×`,
-      postgres2Rate === undefined || graphileRate === undefined ? undefined : postgres2Rate > graphileRate
+      !fair || postgres2Rate === undefined || graphileRate === undefined ? undefined : postgres2Rate > graphileRate
     ])
   }
   const sequentialRate = oneAtATime.burst?.perSecond ?? Number.NaN

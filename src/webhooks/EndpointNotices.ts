@@ -45,8 +45,7 @@ export const makeNoticeSender = Effect.gen(function*() {
   return (notices: ReadonlyArray<Notice>) =>
     Effect.forEach(notices, (notice) =>
       Effect.gen(function*() {
-        const tenant = yield* tenants.get(notice.tenant_id)
-        const to = Option.isSome(tenant) ? tenant.value.support_email : null
-        if (to !== null) yield* notifier.send({ ...notice, to })
+        const to = yield* tenants.supportEmailOf(notice.tenant_id)
+        if (Option.isSome(to)) yield* notifier.send({ ...notice, to: to.value })
       }), { discard: true })
 })
