@@ -88,7 +88,7 @@ const statements = (dialect: Dialect) => ({
         column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
       ),
     types: NUMERIC_COLUMNS,
-    // Only deliveries whose endpoint still exists: a worker stores a delivery after its attempt, and the
+    // Only deliveries whose endpoint still exists in their tenant: a worker stores a delivery after its attempt, and the
     // endpoint may have been deleted meanwhile (its deliveries went with it). On PostgreSQL the endpoint
     // row is key-share locked as the foreign key check would, so a delete running at the same time
     // either waits for this insert (and then removes its rows) or is seen finished (and nothing is stored).
@@ -96,7 +96,7 @@ const statements = (dialect: Dialect) => ({
       `WITH v (${INSERT_COLUMNS.join(", ")}) AS (${rows})
       INSERT INTO webhook_deliveries (${INSERT_COLUMNS.join(", ")})
       SELECT ${INSERT_COLUMNS.map((c) => `v.${c}`).join(", ")} FROM v
-      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.webhook_endpoint_id${
+      WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = v.webhook_endpoint_id AND e.tenant_id = v.tenant_id${
         dialect === "postgres" ? " FOR KEY SHARE" : ""
       })`
   }),
@@ -127,7 +127,12 @@ const statements = (dialect: Dialect) => ({
   })
 })
 
-/** `WebhookDeliveryStore` on Kysely; the claim is the one place the dialects differ. */
+/**
+ * `WebhookDeliveryStore` on Kysely. The dialects differ where PostgreSQL has several writers: claims
+ * skip rows others locked (`skipLocked`, `amongKeys` in Connection.ts), inserts key-share lock the
+ * endpoint they belong to, `holdFanOuts` locks the leases until commit, and `takeFanOut` is one
+ * statement there and a short transaction on SQLite; the hot statements' texts come from `RawBatch`.
+ */
 export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never, KyselyConnection> = Layer.effect(
   WebhookDeliveryStore,
   Effect.gen(function*() {
