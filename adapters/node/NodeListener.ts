@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import type { ReadableStream as NodeReadableStream } from "node:stream/web"
 
 /** A web-standard handler, such as the one `make` returns. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -23,7 +25,10 @@ export const toRequest = (req: IncomingMessage, origin: string): Request => {
   } as RequestInit)
 }
 
-/** Writes a web `Response` to a Node response, streaming its body. */
+/**
+ * Writes a web `Response` to a Node response, streaming its body no faster than the client reads
+ * it; a client gone before the end cancels the body, so its source stops being read.
+ */
 export const writeResponse = async (response: Response, res: ServerResponse): Promise<void> => {
   res.statusCode = response.status
   response.headers.forEach((value, name) => res.appendHeader(name, value))
@@ -31,15 +36,21 @@ export const writeResponse = async (response: Response, res: ServerResponse): Pr
     res.end()
     return
   }
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk)
-  res.end()
+  // pipeline pulls the next chunk only once `res` drains, and destroys the Readable (which
+  // cancels the web stream) when `res` closes early.
+  await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res)
 }
 
 /** A Node `request` listener serving `handler`; a handler that throws is answered 500. */
 export const toNodeListener = (handler: FetchHandler, origin = "http://localhost") =>
 (req: IncomingMessage, res: ServerResponse): void => {
   handler(toRequest(req, origin))
-    .then((response) => writeResponse(response, res))
+    .then((response) => {
+      // A request body the handler left unread (a refused upload) is not drained to keep the
+      // connection: the connection closes after this response.
+      if (!req.complete) res.shouldKeepAlive = false
+      return writeResponse(response, res)
+    })
     .catch(() => {
       if (!res.headersSent) {
         res.statusCode = 500
