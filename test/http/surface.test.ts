@@ -1,3 +1,4 @@
+import { Validator } from "@seriousme/openapi-schema-validator"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { routes } from "../../src/app/Omnichannel.ts"
 import type { Bootstrapped } from "../../src/auth/Operator.ts"
@@ -188,6 +189,24 @@ describe("GET /api/v1/openapi.json", () => {
 
   it("is served without a credential as OpenAPI 3.1.0", () => {
     expect(document.openapi).toBe("3.1.0")
+  })
+
+  it("passes an OpenAPI 3.1 validator", async () => {
+    const validator = new Validator()
+    const result = await validator.validate(structuredClone(document))
+    expect(result.errors ?? []).toEqual([])
+    expect({ valid: result.valid, version: validator.version }).toEqual({ valid: true, version: "3.1" })
+  })
+
+  it("would fail that validator with a response that has no description", async () => {
+    const broken = structuredClone(document) as unknown as {
+      paths: Record<string, Record<string, { responses: Record<string, { description?: string }> }>>
+    }
+    delete Object.values(Object.values(broken.paths)[0]!)[0]!.responses["401"]!.description
+
+    const result = await new Validator().validate(broken)
+    expect(result.valid).toBe(false)
+    expect(JSON.stringify(result.errors)).toContain("must have required property 'description'")
   })
 
   it("describes exactly the routes the handler serves", () => {
