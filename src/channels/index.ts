@@ -1,4 +1,4 @@
 /** Channels. */
 export { Channel, ChannelList, toChannel } from "./Channel.ts"
 export { ChannelService } from "./ChannelService.ts"
-export { CHANNEL_TYPE_LABELS, CHANNEL_TYPES, ChannelType, isChannelType } from "./ChannelType.ts"
+export { CHANNEL_TYPE_LABELS, CHANNEL_TYPES, ChannelType, isChannelType } from "../kernel/ChannelType.ts"

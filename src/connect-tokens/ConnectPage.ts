@@ -1,6 +1,6 @@
 import { html } from "@remix-run/html-template"
 import { Effect, Result } from "effect"
-import { CHANNEL_TYPE_LABELS, type ChannelType } from "../channels/ChannelType.ts"
+import { CHANNEL_TYPE_LABELS, type ChannelType } from "../kernel/ChannelType.ts"
 import { page, pageHeaders } from "../http/Html.ts"
 import { readLimited } from "../http/RequestBody.ts"
 import { constantTimeEqual, randomToken } from "../kernel/Secret.ts"

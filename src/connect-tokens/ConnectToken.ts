@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ChannelType } from "../channels/ChannelType.ts"
+import { ChannelType } from "../kernel/ChannelType.ts"
 import { HttpUrl } from "../kernel/HttpUrl.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { ConnectTokenRecord } from "../ports/ConnectTokenStore.ts"

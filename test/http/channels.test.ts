@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
-import type { ChannelType } from "../../src/channels/ChannelType.ts"
+import type { ChannelType } from "../../src/kernel/ChannelType.ts"
 import type { Scope } from "../../src/kernel/Scope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { connectChannel, createLink, PUBLIC_URL, VALID_INPUTS } from "../support/ConnectCustomer.ts"

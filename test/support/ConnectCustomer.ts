@@ -1,4 +1,4 @@
-import type { ChannelType } from "../../src/channels/ChannelType.ts"
+import type { ChannelType } from "../../src/kernel/ChannelType.ts"
 import type { TestApp } from "./TestApp.ts"
 
 /** Where the test app's connect links point (its `publicUrl`). */

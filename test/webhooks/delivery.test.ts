@@ -1,7 +1,7 @@
 import { Exit } from "effect"
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
-import type { ChannelType } from "../../src/channels/ChannelType.ts"
+import type { ChannelType } from "../../src/kernel/ChannelType.ts"
 import { makeEvent } from "../../src/kernel/EventEnvelope.ts"
 import { outboxEvents } from "../http/OutboxEvents.ts"
 import { waitUntil } from "../support/Poll.ts"

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-/** The channel types a customer can connect (the spec's neutral names). */
+/** The channel types a customer can connect, shared vocabulary of every area (the spec's neutral names). */
 export const CHANNEL_TYPES = [
   "botchat",
   "chatapp",
