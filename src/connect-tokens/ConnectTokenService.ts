@@ -173,16 +173,24 @@ export class ConnectTokenService extends Context.Service<ConnectTokenService, {
             const current = yield* tokens.get(token.tenant_id, token.id)
             if (Option.isNone(current)) return yield* new LinkUnusable({ reason: "unknown" })
             const { intents, state } = transition(current.value, { _tag: "Use" }, yield* now)
-            const rejected = intents.find((intent) => intent._tag === "RejectUse")
-            if (rejected !== undefined) return yield* new LinkUnusable({ reason: rejected.status })
-            if (!(yield* tokens.compareAndSet(current.value, state))) return yield* new UseRaced()
-            const channel = yield* channels.connect({
-              tenantId: token.tenant_id,
-              platform: channelType,
-              connection,
-              connectTokenId: token.id
-            })
-            return { channel, token: state }
+            // The machine answers a use with one intent: refuse it, or count it and create the channel.
+            for (const intent of intents) {
+              switch (intent._tag) {
+                case "RejectUse":
+                  return yield* new LinkUnusable({ reason: intent.status })
+                case "CreateChannel": {
+                  if (!(yield* tokens.compareAndSet(current.value, state))) return yield* new UseRaced()
+                  const channel = yield* channels.connect({
+                    tenantId: token.tenant_id,
+                    platform: channelType,
+                    connection,
+                    connectTokenId: token.id
+                  })
+                  return { channel, token: state }
+                }
+              }
+            }
+            return yield* Effect.die(new Error("the connect token machine answered a use with no intent"))
           }))
           // Each lost compare-and-set means another use or the revocation committed, which can happen at
           // most max_uses + 1 times: so many customers finishing at once all get their turn, none a false 410.
