@@ -1,6 +1,15 @@
 import SqliteDatabase from "better-sqlite3"
 import { Effect, Layer } from "effect"
-import { Kysely, PGliteDialect, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase } from "kysely"
+import {
+  type Driver,
+  Kysely,
+  PGliteDialect,
+  PostgresDialect,
+  type SqliteDatabase as SqliteDialectDatabase,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver
+} from "kysely"
 import pg from "pg"
 import { OutboxNotices } from "../../src/ports/OutboxNotices.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
@@ -81,22 +90,45 @@ export interface SqliteOptions {
 /** Whether `path` names a database that lives only in memory (no file, so no write-ahead log). */
 const inMemory = (path: string) => path === "" || path === ":memory:" || path.startsWith("file::memory:")
 
-/** A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). */
+/**
+ * A Kysely instance over better-sqlite3 at `path` (`:memory:` for a private in-memory database). The
+ * database is opened at the first query: Kysely's `destroy` closes only what it opened, so an instance
+ * never used must hold nothing open. `destroy` resolves once the checkpoint thread has ended too.
+ */
 export const openSqlite = (path: string, options: SqliteOptions = {}): Kysely<Database> => {
-  const database = new SqliteDatabase(path)
-  database.pragma("journal_mode = WAL")
-  database.pragma("synchronous = NORMAL")
-  database.pragma("busy_timeout = 5000")
-  database.pragma("foreign_keys = ON")
   let checkpoints: BackgroundCheckpoints | undefined
-  if ((options.checkpoints ?? "background") === "background" && !inMemory(path)) {
-    database.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`)
-    checkpoints = startBackgroundCheckpoints(path, (message) =>
-      process.emitWarning(`SQLite background checkpoints stopped (${message}); the connection checkpoints itself`))
+  const open = async () => {
+    const database = new SqliteDatabase(path)
+    database.pragma("journal_mode = WAL")
+    database.pragma("synchronous = NORMAL")
+    database.pragma("busy_timeout = 5000")
+    database.pragma("foreign_keys = ON")
+    if ((options.checkpoints ?? "background") === "background" && !inMemory(path)) {
+      database.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`)
+      checkpoints = startBackgroundCheckpoints(path, (message) =>
+        process.emitWarning(`SQLite background checkpoints stopped (${message}); the connection checkpoints itself`))
+    }
+    return withStatementCache(database)
   }
   return new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(database, () => checkpoints?.close()) })
+    dialect: new SqliteDialectAwaitingClose({ database: open }, async () => checkpoints?.close())
   })
+}
+
+/** Kysely's SQLite dialect whose `destroy` also waits for `afterClose`: Kysely does not wait on a database's `close`. */
+class SqliteDialectAwaitingClose extends SqliteDialect {
+  constructor(private readonly config: SqliteDialectConfig, private readonly afterClose: () => Promise<void>) {
+    super(config)
+  }
+  override createDriver(): Driver {
+    const afterClose = this.afterClose
+    return new (class extends SqliteDriver {
+      override async destroy() {
+        await super.destroy()
+        await afterClose()
+      }
+    })(this.config)
+  }
 }
 
 /** Statements kept prepared per database: the hot queries repeat, and preparing costs more than running. */
@@ -107,13 +139,12 @@ const STATEMENT_CACHE_SIZE = 256
  * Kysely prepares every query it runs, and the webhook engine runs the same few thousands of times a
  * second. Sharing a statement is safe: queries on the one connection run one at a time.
  */
-const withStatementCache = (database: SqliteDatabase.Database, onClose: () => void): SqliteDialectDatabase => {
+const withStatementCache = (database: SqliteDatabase.Database): SqliteDialectDatabase => {
   const statements = new Map<string, SqliteDatabase.Statement>()
   return {
     close: () => {
       statements.clear()
       database.close()
-      onClose()
     },
     prepare: (text) => {
       let statement = statements.get(text)
@@ -154,22 +185,26 @@ export const openPglite = async (): Promise<Kysely<Database>> => {
   return new Kysely<Database>({ dialect: new PGliteDialect({ pglite: new PGlite() }) })
 }
 
-/** What a database URL selects: `file:PATH` or `:memory:` (SQLite), `postgres://…` (PostgreSQL). */
+/**
+ * What a database URL selects: `file:PATH` or `:memory:` (SQLite, opened with `sqlite`),
+ * `postgres://…` (PostgreSQL).
+ */
 export const parseDatabaseUrl = (
-  url: string
+  url: string,
+  sqlite: SqliteOptions = {}
 ): { readonly dialect: Dialect; readonly open: () => Kysely<Database> } => {
   if (url === ":memory:") return { dialect: "sqlite", open: () => openSqlite(":memory:") }
-  if (url.startsWith("file:")) return { dialect: "sqlite", open: () => openSqlite(url.slice("file:".length)) }
+  if (url.startsWith("file:")) return { dialect: "sqlite", open: () => openSqlite(url.slice("file:".length), sqlite) }
   if (/^postgres(ql)?:\/\//.test(url)) return { dialect: "postgres", open: () => openPostgres(url) }
   throw new Error(`DATABASE_URL must be file:PATH, :memory: or postgres://…, got ${JSON.stringify(url)}`)
 }
 
 /**
- * Opens the database at `url`, migrates it, provides every store, and closes it when the layer
- * is released. This is what the reference host uses.
+ * Opens the database at `url` (a SQLite one with `sqlite`), migrates it, provides every store, and
+ * closes it when the layer is released. This is what the reference host uses.
  */
-export const layerFromUrl = (url: string): Layer.Layer<Storage | KyselyConnection, Error> => {
-  const { dialect, open } = parseDatabaseUrl(url)
+export const layerFromUrl = (url: string, sqlite: SqliteOptions = {}): Layer.Layer<Storage | KyselyConnection, Error> => {
+  const { dialect, open } = parseDatabaseUrl(url, sqlite)
   return layerManaged(Effect.sync(open), dialect)
 }
 

@@ -94,7 +94,8 @@ const main = async () => {
     return 0
   }
   const config = readConfig(process.env)
-  const app = await make({ storage: storageFor(config.databaseUrl) })
+  // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
+  const app = await make({ storage: storageFor(config.databaseUrl, { checkpoints: "inline" }) })
   try {
     const result = await app.run(Effect.suspend(() => command(words, flags)))
     process.stdout.write(`${JSON.stringify(result)}\n`)

@@ -64,7 +64,17 @@ const main = async () => {
       idleMs: 250,
       onError: (error) => console.error("background work failed:", error)
     })
-  const server = await serve(handler, { port: config.port, host: config.host })
+  // Everything is closed before the process exits, when it could not listen too: ended while the
+  // database's checkpoint thread is starting, the process would abort.
+  const release = async () => {
+    await workers.stop()
+    await app.dispose()
+    await outbound.close()
+  }
+  const server = await serve(handler, { port: config.port, host: config.host }).catch(async (error: unknown) => {
+    await release()
+    throw error
+  })
   boundUrl = server.url
   console.log(`listening on ${server.url}`)
 
@@ -74,9 +84,7 @@ const main = async () => {
     stopping = true
     console.log(`${signal} received: finishing in-flight requests`)
     await server.close()
-    await workers.stop()
-    await app.dispose()
-    await outbound.close()
+    await release()
     console.log("stopped cleanly")
     process.exit(0)
   }

@@ -1,0 +1,126 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { build } from "tsup"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ROOT } from "../support/Host.ts"
+
+// A process that ends while a worker thread loads better-sqlite3's native addon aborts (SIGABRT, exit
+// 134): the thread's start-up must be over before the process ends. These run short processes by the
+// hundred while a busy child keeps one core spinning, so threads start late and exits land anywhere.
+
+const CLI_RUNS = 200
+const OPEN_CLOSE_PROCESSES = 40
+const OPENS_PER_PROCESS = 8
+const AT_ONCE = 3
+
+/** How a child process ended. */
+interface Ended {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const runNode = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Ended> =>
+  new Promise((resolve) => {
+    const child = execFile(process.execPath, args, { env: { ...process.env, ...env } }, (_error, stdout, stderr) =>
+      resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr }))
+  })
+
+/** Runs `task` for 0 … count-1, `limit` at a time. */
+const runAll = async <A>(count: number, limit: number, task: (index: number) => Promise<A>): Promise<Array<A>> => {
+  const results: Array<A> = []
+  let next = 0
+  await Promise.all(Array.from({ length: limit }, async () => {
+    while (next < count) {
+      const index = next++
+      results[index] = await task(index)
+    }
+  }))
+  return results
+}
+
+// One process spinning keeps a core busy.
+const spin = (): ChildProcess => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" })
+
+// The entry the open-and-close processes run: open a file database, write to it, close it, a number of
+// times with a random pause before each close, then exit at once.
+const OPEN_CLOSE_SOURCE = `
+import { join } from "node:path"
+import { openSqlite } from ${JSON.stringify(join(ROOT, "adapters/kysely/KyselyStorage.ts"))}
+const [dir, opens, pauseMs] = process.argv.slice(2)
+for (let i = 0; i < Number(opens); i++) {
+  const db = openSqlite(join(dir, i + ".sqlite"))
+  await db.schema.createTable("t").addColumn("n", "integer").execute()
+  await new Promise((resolve) => setTimeout(resolve, Math.random() * Number(pauseMs)))
+  await db.destroy()
+}
+process.exit(0)
+`
+
+describe("short-lived processes", () => {
+  let out: string
+  let spinner: ChildProcess | undefined
+  // Compiled once into plain JavaScript (through tsx, each run would spend over a second compiling),
+  // with Node's compile cache shared by the runs.
+  const env = () => ({ NODE_COMPILE_CACHE: join(out, "compile-cache") })
+
+  beforeAll(async () => {
+    out = mkdtempSync(join(tmpdir(), "omni-short-lived-"))
+    symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"))
+    writeFileSync(join(out, "package.json"), JSON.stringify({ type: "module", private: true }))
+    writeFileSync(join(out, "open-close.ts"), OPEN_CLOSE_SOURCE)
+    await build({
+      entry: { admin: join(ROOT, "examples/server/admin.ts"), "open-close": join(out, "open-close.ts") },
+      format: "esm",
+      platform: "node",
+      target: "node22",
+      outDir: out,
+      config: false,
+      tsconfig: join(ROOT, "tsconfig.json"),
+      silent: true,
+      // Bundled, they load faster; better-sqlite3 stays outside, as its addon must.
+      noExternal: [/^effect/, /^kysely/]
+    })
+  }, 120_000)
+  afterAll(() => {
+    spinner?.kill("SIGKILL")
+    rmSync(out, { recursive: true, force: true })
+  })
+
+  it(`runs the operator CLI ${CLI_RUNS} times under load, every run exiting 0`, async () => {
+    spinner = spin()
+    const ended = await runAll(CLI_RUNS, AT_ONCE, async (index) => {
+      const dataDir = join(out, `cli-${index}`)
+      const run = await runNode([join(out, "admin.js"), "bootstrap", "--email", `owner${index}@example.com`], {
+        ...env(),
+        OMNI_DATA_DIR: dataDir,
+        DATABASE_URL: ""
+      })
+      rmSync(dataDir, { recursive: true, force: true })
+      return run
+    })
+    spinner.kill("SIGKILL")
+    const failed = ended.filter((run) => run.code !== 0 || run.signal !== null)
+    expect(failed.map(({ code, signal, stderr }) => ({ code, signal, stderr: stderr.slice(0, 2_000) }))).toEqual([])
+    for (const run of ended) expect(JSON.parse(run.stdout)).toHaveProperty("tenant_id")
+  }, 240_000)
+
+  it(`opens and closes file databases in ${OPEN_CLOSE_PROCESSES} processes that exit right after, none aborting or leaving a thread's files`, async () => {
+    spinner = spin()
+    const ended = await runAll(OPEN_CLOSE_PROCESSES, AT_ONCE, async (index) => {
+      const dir = join(out, `open-close-${index}`)
+      mkdirSync(dir)
+      const run = await runNode([join(out, "open-close.js"), dir, String(OPENS_PER_PROCESS), String(index % 8 * 10)], env())
+      // Every connection was closed before the exit: the last one to close removes the log and shared memory.
+      const left = readdirSync(dir).filter((name) => !name.endsWith(".sqlite"))
+      rmSync(dir, { recursive: true, force: true })
+      return { ...run, left }
+    })
+    spinner.kill("SIGKILL")
+    const failed = ended.filter((run) => run.code !== 0 || run.signal !== null || run.left.length > 0)
+    expect(failed.map(({ code, signal, stderr, left }) => ({ code, signal, stderr: stderr.slice(0, 2_000), left }))).toEqual([])
+  }, 240_000)
+})
