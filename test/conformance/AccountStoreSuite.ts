@@ -1,12 +1,14 @@
 import { Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { billingAccountRecord, userRecord } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { makeSuite, type Suite } from "./Harness.ts"
 
 /** AccountStore: users and billing accounts round-trip, and an owner lists only their own accounts, oldest first. */
-export const accountStoreSuite = (h: UseHarness): void => {
-  describe("AccountStore", () => {
+export const accountStoreSuite: Suite<AccountStore, "user" | "billingAccount"> = makeSuite({
+  name: "AccountStore",
+  tables: ["user", "billingAccount"],
+  tests: (h) => {
     it("stores a user and reads it back by id and by token lookup", async () => {
       const user = userRecord({ email: "zoë.ñandú@exämple.com" })
       await h().run(AccountStore.use((s) => s.insertUser(user)))
@@ -50,5 +52,5 @@ export const accountStoreSuite = (h: UseHarness): void => {
       expect(await h().run(AccountStore.use((s) => s.listBillingAccountsOwnedBy(owner.id)))).toEqual([older, newer])
       expect(await h().run(AccountStore.use((s) => s.listBillingAccountsOwnedBy(other.id)))).toEqual([othersAccount])
     })
-  })
-}
+  }
+})

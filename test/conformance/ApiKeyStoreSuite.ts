@@ -1,13 +1,20 @@
 import { Option } from "effect"
-import { describe, expect, it } from "vitest"
-import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { expect, it } from "vitest"
 import { ALL_SCOPES } from "../../src/kernel/Scope.ts"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { apiKeyRecord, seedTenant } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { makeSuite, type Suite } from "./Harness.ts"
 
-/** ApiKeyStore: keys round-trip with their scopes; revoking stamps the first revocation time only. */
-export const apiKeyStoreSuite = (h: UseHarness): void => {
-  describe("ApiKeyStore", () => {
+/**
+ * ApiKeyStore: keys round-trip with their scopes; revoking stamps the first revocation time only.
+ * Needs TenantStore and AccountStore for the tenants keys belong to.
+ */
+export const apiKeyStoreSuite: Suite<ApiKeyStore | TenantStore | AccountStore, "apiKey"> = makeSuite({
+  name: "ApiKeyStore",
+  tables: ["apiKey"],
+  tests: (h) => {
     it("stores a parent key with a name, every scope in order and an expiry, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const key = apiKeyRecord(tenant.id, {
@@ -61,9 +68,14 @@ export const apiKeyStoreSuite = (h: UseHarness): void => {
     })
 
     it("revokes nothing for an unknown key id", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const kept = apiKeyRecord(tenant.id)
+      await h().run(ApiKeyStore.use((s) => s.insert(kept)))
       const unknown = apiKeyRecord("no-such-tenant")
+
       expect(Option.isNone(await h().run(ApiKeyStore.use((s) => s.revoke(unknown.id, "2026-11-23T00:00:00.000Z")))))
         .toBe(true)
+      expect(await h().stored.apiKey(kept.lookup)).toEqual(kept)
     })
-  })
-}
+  }
+})

@@ -1,11 +1,16 @@
 import { Cause, Effect, Exit, Fiber, Latch, Schema } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { ContactService } from "../../src/contacts/ContactService.ts"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ContactRecord, ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { contactRecord, outboxEvent, seedTenant } from "./Fixtures.ts"
-import { byId, type UseHarness } from "./Harness.ts"
+import { byId, eventsOf, makeSuite, type Suite } from "./Harness.ts"
+
+/** What the atomicity suite runs against: contacts and events, their tenants, and the Transactor. */
+type AtomicityPorts = ContactStore | OutboxStore | Transactor | TenantStore | AccountStore
 
 /** The failure a use case raises after writing, to see whether its writes survive. */
 class UseCaseFailed extends Schema.TaggedError<UseCaseFailed>()("UseCaseFailed", {}) {}
@@ -19,9 +24,17 @@ const createWithEvent = (contact: ContactRecord) =>
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
 
-/** Atomicity: a use case's rows and outbox events commit together, or — on failure, defect or interruption — neither does. */
-export const atomicitySuite = (h: UseHarness): void => {
-  describe("atomicity", () => {
+/**
+ * Atomicity: a use case's rows and outbox events commit together, or — on failure, defect or
+ * interruption — neither does.
+ */
+export const atomicitySuite: Suite<AtomicityPorts, "contacts" | "outboxEvents"> = makeSuite({
+  name: "atomicity",
+  tables: ["contacts", "outboxEvents"],
+  services: ContactService.layer,
+  tests: (h) => {
+    const storedEvents = (tenantId: string) => h().stored.outboxEvents(tenantId).then(eventsOf)
+
     it("commits a use case's rows and its events together when it succeeds", async () => {
       const { tenant } = await h().run(seedTenant)
       const contact = contactRecord(tenant.id)
@@ -29,7 +42,7 @@ export const atomicitySuite = (h: UseHarness): void => {
       await h().run(inTransaction(createWithEvent(contact)))
 
       expect(await h().stored.contacts(tenant.id)).toEqual([contact])
-      expect((await h().stored.outboxEvents(tenant.id)).map((e) => e.data)).toEqual([{ contact_id: contact.id }])
+      expect((await storedEvents(tenant.id)).map((e) => e.data)).toEqual([{ contact_id: contact.id }])
     })
 
     it("keeps neither rows nor events when the use case fails, and passes its error on", async () => {
@@ -41,7 +54,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toBeInstanceOf(UseCaseFailed)
       expect(await h().stored.contacts(tenant.id)).toEqual([])
-      expect(await h().stored.outboxEvents(tenant.id)).toEqual([])
+      expect(await storedEvents(tenant.id)).toEqual([])
     })
 
     it("keeps neither rows nor events when the use case dies with a defect", async () => {
@@ -53,7 +66,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
       expect(await h().stored.contacts(tenant.id)).toEqual([])
-      expect(await h().stored.outboxEvents(tenant.id)).toEqual([])
+      expect(await storedEvents(tenant.id)).toEqual([])
     })
 
     it("keeps neither rows nor events when the use case is interrupted mid-way", async () => {
@@ -71,7 +84,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
       expect(await h().stored.contacts(tenant.id)).toEqual([])
-      expect(await h().stored.outboxEvents(tenant.id)).toEqual([])
+      expect(await storedEvents(tenant.id)).toEqual([])
     })
 
     it("rolls back events appended before a storage error in the same transaction", async () => {
@@ -86,7 +99,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toMatchObject({ _tag: "StorageError", reason: "UniqueViolation" })
       expect(await h().stored.contacts(tenant.id)).toEqual([holder])
-      expect(await h().stored.outboxEvents(tenant.id)).toEqual([])
+      expect(await storedEvents(tenant.id)).toEqual([])
     })
 
     it("joins a nested transaction to the outer one: the inner writes roll back when the outer fails", async () => {
@@ -101,7 +114,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(Exit.isFailure(exit)).toBe(true)
       expect(await h().stored.contacts(tenant.id)).toEqual([])
-      expect(await h().stored.outboxEvents(tenant.id)).toEqual([])
+      expect(await storedEvents(tenant.id)).toEqual([])
     })
 
     it("lets the outer transaction read what a nested one wrote, and commits both", async () => {
@@ -117,7 +130,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(seenInside.total).toBe(2)
       expect(await h().stored.contacts(tenant.id)).toEqual([inner, outer].sort(byId))
-      expect(await h().stored.outboxEvents(tenant.id)).toHaveLength(2)
+      expect(await storedEvents(tenant.id)).toHaveLength(2)
     })
 
     it("leaves no row and no event when ContactService.create finds the phone taken", async () => {
@@ -128,7 +141,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(error._tag).toBe("Conflict")
       expect(await h().stored.contacts(tenant.id)).toEqual([first])
-      expect((await h().stored.outboxEvents(tenant.id)).map((e) => [e.type, e.data.contact])).toEqual([
+      expect((await storedEvents(tenant.id)).map((e) => [e.type, e.data.contact])).toEqual([
         ["contact.created", expect.objectContaining({ id: first.id, name: "Ada", phone: "+14155550100" })]
       ])
     })
@@ -144,7 +157,7 @@ export const atomicitySuite = (h: UseHarness): void => {
 
       expect(error._tag).toBe("Conflict")
       expect(await h().stored.contacts(tenant.id)).toEqual([ada, bea].sort(byId))
-      expect((await h().stored.outboxEvents(tenant.id)).map((e) => e.type)).toEqual(["contact.created", "contact.created"])
+      expect((await storedEvents(tenant.id)).map((e) => e.type)).toEqual(["contact.created", "contact.created"])
     })
-  })
-}
+  }
+})

@@ -1,8 +1,10 @@
 import { Effect, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ChannelRecord, ChannelStore } from "../../src/ports/ChannelStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { channelRecord, seedTenant } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 
 // `n` channels of one tenant, the i-th created `i` minutes after the base time.
 const channelsOverMinutes = (tenantId: string, n: number) =>
@@ -12,7 +14,7 @@ const channelsOverMinutes = (tenantId: string, n: number) =>
 const insertAll = (channels: ReadonlyArray<ChannelRecord>) =>
   ChannelStore.use((s) => Effect.forEach(channels, (channel) => s.insert(channel), { discard: true }))
 
-const getChannel = (h: UseHarness, tenantId: string, id: string) =>
+const getChannel = (h: UseHarness<ChannelStore, "channels">, tenantId: string, id: string) =>
   h().run(ChannelStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
 
 // Two tenants with one channel each, for the same provider account (allowed: channels are per tenant).
@@ -25,9 +27,14 @@ const twoTenants = Effect.gen(function*() {
   return { a, b, channelOfA, channelOfB }
 })
 
-/** ChannelStore: every field round-trips; update replaces; list pages newest first; no tenant reaches another's channels. */
-export const channelStoreSuite = (h: UseHarness): void => {
-  describe("ChannelStore", () => {
+/**
+ * ChannelStore: every field round-trips; update replaces; list pages newest first; no tenant reaches
+ * another's channels. Needs TenantStore and AccountStore for the tenants channels belong to.
+ */
+export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore, "channels"> = makeSuite({
+  name: "ChannelStore",
+  tables: ["channels"],
+  tests: (h) => {
     it("stores every field, with unicode config and secrets and the link it came through, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const channel = channelRecord(tenant.id, {
@@ -100,6 +107,7 @@ export const channelStoreSuite = (h: UseHarness): void => {
       const page = (offset: number) => h().run(ChannelStore.use((s) => s.list(tenant.id, { limit: 2, offset })))
       const [c0, c1, c2, c3, c4] = channels
 
+      expect(await h().stored.channels(tenant.id)).toEqual([...channels].sort(byId))
       expect(await page(0)).toEqual({ items: [c4, c3], total: 5 })
       expect(await page(2)).toEqual({ items: [c2, c1], total: 5 })
       expect(await page(4)).toEqual({ items: [c0], total: 5 })
@@ -144,5 +152,5 @@ export const channelStoreSuite = (h: UseHarness): void => {
       expect(ofB.total).toBe(2)
       expect(ofB.items.map((c) => c.id).sort()).toEqual([channelOfB.id, extraOfB.id].sort())
     })
-  })
-}
+  }
+})

@@ -1,12 +1,18 @@
-import { Effect, Exit, Fiber, Latch, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { Effect, Exit, Fiber, Latch, Layer, Option } from "effect"
+import { expect, it } from "vitest"
 import { ContactService } from "../../src/contacts/ContactService.ts"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import { ContactStore } from "../../src/ports/ContactStore.ts"
+import type { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
 import { slugify } from "../../src/tenants/Slug.ts"
 import { TenantService } from "../../src/tenants/TenantService.ts"
-import { ContactStore } from "../../src/ports/ContactStore.ts"
-import { Transactor } from "../../src/ports/Transactor.ts"
 import { contactRecord, seedTenant } from "./Fixtures.ts"
-import { byId, type UseHarness } from "./Harness.ts"
+import { byId, eventsOf, makeSuite, type Suite } from "./Harness.ts"
+
+/** What the concurrency suite runs against: contacts, events and tenants, and the Transactor, under their services. */
+type ConcurrencyPorts = ContactStore | OutboxStore | Transactor | TenantStore | AccountStore
 
 const CONCURRENT = 8
 
@@ -21,8 +27,11 @@ const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one trans
  * every adapter (serialised where it has one connection); the two that need transactions open
  * side by side skip themselves without `concurrentConnections`.
  */
-export const concurrencySuite = (h: UseHarness): void => {
-  describe("concurrency", () => {
+export const concurrencySuite: Suite<ConcurrencyPorts, "contacts" | "outboxEvents" | "tenant"> = makeSuite({
+  name: "concurrency",
+  tables: ["contacts", "outboxEvents", "tenant"],
+  services: Layer.mergeAll(ContactService.layer, TenantService.layer),
+  tests: (h) => {
     it(`lets exactly one of ${CONCURRENT} concurrent creates claim a phone: one row, one event, the rest Conflict`, async () => {
       const { tenant } = await h().run(seedTenant)
 
@@ -37,7 +46,7 @@ export const concurrencySuite = (h: UseHarness): void => {
       expect(winners).toHaveLength(1)
       expect(losers).toEqual(Array(CONCURRENT - 1).fill("Conflict"))
       expect(await h().stored.contacts(tenant.id)).toEqual(winners)
-      const events = await h().stored.outboxEvents(tenant.id)
+      const events = eventsOf(await h().stored.outboxEvents(tenant.id))
       expect(events.map((e) => [e.type, (e.data.contact as { id: string }).id])).toEqual([["contact.created", winners[0]!.id]])
     })
 
@@ -54,7 +63,7 @@ export const concurrencySuite = (h: UseHarness): void => {
       expect(page.total).toBe(CONCURRENT)
       expect(page.items.map((c) => c.id).sort()).toEqual(created.map((c) => c.id).sort())
       expect(await h().stored.contacts(tenant.id)).toEqual([...created].sort(byId))
-      const events = await h().stored.outboxEvents(tenant.id)
+      const events = eventsOf(await h().stored.outboxEvents(tenant.id))
       expect(events.map((e) => (e.data.contact as { id: string }).id).sort()).toEqual(created.map((c) => c.id).sort())
     })
 
@@ -128,5 +137,5 @@ export const concurrencySuite = (h: UseHarness): void => {
       expect(Option.isNone(seenBefore)).toBe(true)
       expect(Option.getOrUndefined(seenAfter)).toEqual(contact)
     })
-  })
-}
+  }
+})

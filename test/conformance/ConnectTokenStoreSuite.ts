@@ -1,9 +1,11 @@
 import { Effect, Fiber, Latch, Option } from "effect"
 import { describe, expect, it } from "vitest"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ConnectTokenRecord, ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { connectTokenRecord, seedTenant } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 
 const CONCURRENT = 8
 
@@ -11,10 +13,12 @@ const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one trans
 
 const insert = (token: ConnectTokenRecord) => ConnectTokenStore.use((s) => s.insert(token))
 
-const getToken = (h: UseHarness, tenantId: string, id: string) =>
+type UseTokens = UseHarness<ConnectTokenStore, "connectTokens">
+
+const getToken = (h: UseTokens, tenantId: string, id: string) =>
   h().run(ConnectTokenStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
 
-const compareAndSet = (h: UseHarness, expected: ConnectTokenRecord, next: ConnectTokenRecord) =>
+const compareAndSet = (h: UseTokens, expected: ConnectTokenRecord, next: ConnectTokenRecord) =>
   h().run(ConnectTokenStore.use((s) => s.compareAndSet(expected, next)))
 
 // What a use writes: one more use, and the window its first use opened.
@@ -37,10 +41,14 @@ const oneToken = Effect.gen(function*() {
 /**
  * ConnectTokenStore: every field round-trips; the link's lookup finds a token whatever its tenant;
  * everything else stays in the tenant; compareAndSet writes a use or a revocation only over the
- * row it was computed from, so of several writers racing from one read exactly one wins.
+ * row it was computed from, so of several writers racing from one read exactly one wins, in
+ * transactions too (hence the Transactor). Needs TenantStore and AccountStore for the tenants tokens
+ * belong to.
  */
-export const connectTokenStoreSuite = (h: UseHarness): void => {
-  describe("ConnectTokenStore", () => {
+export const connectTokenStoreSuite: Suite<ConnectTokenStore | Transactor | TenantStore | AccountStore, "connectTokens"> = makeSuite({
+  name: "ConnectTokenStore",
+  tables: ["connectTokens"],
+  tests: (h) => {
     it("stores every field, with unicode and several channel types in order, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const token = connectTokenRecord(tenant.id, {
@@ -196,5 +204,5 @@ export const connectTokenStoreSuite = (h: UseHarness): void => {
         expect(await h().stored.connectTokens(tenant.id)).toEqual([used(token)])
       })
     })
-  })
-}
+  }
+})

@@ -1,8 +1,10 @@
 import { Effect, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ContactRecord, ContactStore } from "../../src/ports/ContactStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { contactRecord, seedTenant } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { byId, makeSuite, type Suite } from "./Harness.ts"
 
 /** Custom fields exercising every JSON kind, nesting, unicode keys' values and numbers that must not drift. */
 const RICH_FIELDS = {
@@ -27,9 +29,14 @@ const contactsOverMinutes = (tenantId: string, n: number) =>
 const insertAll = (contacts: ReadonlyArray<ContactRecord>) =>
   ContactStore.use((s) => Effect.forEach(contacts, (contact) => s.insert(contact), { discard: true }))
 
-/** ContactStore: every field round-trips; update replaces; list pages newest first with totals; findBy matches. */
-export const contactStoreSuite = (h: UseHarness): void => {
-  describe("ContactStore", () => {
+/**
+ * ContactStore: every field round-trips; update replaces; list pages newest first with totals;
+ * findBy matches. Needs TenantStore and AccountStore for the tenants contacts belong to.
+ */
+export const contactStoreSuite: Suite<ContactStore | TenantStore | AccountStore, "contacts"> = makeSuite({
+  name: "ContactStore",
+  tables: ["contacts"],
+  tests: (h) => {
     it("stores every field, with unicode and nested custom fields, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const contact = contactRecord(tenant.id, {
@@ -103,6 +110,7 @@ export const contactStoreSuite = (h: UseHarness): void => {
       const page = (offset: number) => h().run(ContactStore.use((s) => s.list(tenant.id, { limit: 2, offset })))
       const [c0, c1, c2, c3, c4] = contacts
 
+      expect(await h().stored.contacts(tenant.id)).toEqual([...contacts].sort(byId))
       expect(await page(0)).toEqual({ items: [c4, c3], total: 5 })
       expect(await page(2)).toEqual({ items: [c2, c1], total: 5 })
       expect(await page(4)).toEqual({ items: [c0], total: 5 })
@@ -134,5 +142,5 @@ export const contactStoreSuite = (h: UseHarness): void => {
       expect(await findBy("phone", "+14155550199")).toBeUndefined()
       expect(await findBy("email", "+14155550100")).toBeUndefined()
     })
-  })
-}
+  }
+})

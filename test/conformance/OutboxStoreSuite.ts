@@ -1,32 +1,22 @@
-import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
 import { outboxEvent } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
-
-const AT = "2026-11-22T12:00:00.000Z"
-
-/**
- * Takes every event not yet fanned out, as webhook fan-out does, and lets the lease go: the one way to
- * learn appended events' sequence numbers.
- */
-const takeAll = WebhookDeliveryStore.use((s) =>
-  Effect.gen(function*() {
-    const hold = { id: globalThis.crypto.randomUUID(), holder: globalThis.crypto.randomUUID() }
-    const taken = yield* s.takeFanOut(1_000_000, { ...hold, fanned_at: AT, lease_until: AT })
-    yield* s.releaseFanOuts([hold])
-    return taken
-  })
-)
+import { eventsOf, makeSuite, type Suite } from "./Harness.ts"
 
 // Outbox rows reference no other table, so each test only needs a tenant id nobody else uses.
 const freshTenantId = (): string => `tenant-${globalThis.crypto.randomUUID()}`
 
-/** OutboxStore: events round-trip with their data and come back in append order, filtered by type and limited. */
-export const outboxStoreSuite = (h: UseHarness): void => {
-  describe("OutboxStore", () => {
-    it("stores an event with nested unicode data and its own event_id, and reads it back unchanged", async () => {
+/**
+ * OutboxStore: events round-trip with their data, stored not yet fanned out, and come back in append
+ * order, filtered by type and limited, or by sequence number.
+ */
+export const outboxStoreSuite: Suite<OutboxStore, "outboxEvents"> = makeSuite({
+  name: "OutboxStore",
+  tables: ["outboxEvents"],
+  tests: (h) => {
+    const storedEvents = (tenantId: string) => h().stored.outboxEvents(tenantId).then(eventsOf)
+
+    it("stores an event with nested unicode data and its own event_id, not yet fanned out, and reads it back unchanged", async () => {
       const tenantId = freshTenantId()
       const event = outboxEvent(tenantId, {
         type: "contact.updated",
@@ -39,7 +29,7 @@ export const outboxStoreSuite = (h: UseHarness): void => {
       })
       await h().run(OutboxStore.use((s) => s.append([event])))
 
-      expect(await h().stored.outboxEvents(tenantId)).toEqual([event])
+      expect(await h().stored.outboxEvents(tenantId)).toEqual([{ seq: expect.any(Number), event, fanned_out_at: null }])
       expect(await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))).toEqual([event])
     })
 
@@ -55,7 +45,11 @@ export const outboxStoreSuite = (h: UseHarness): void => {
 
       expect(await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 }))))
         .toEqual([first, second, third, fourth])
-      expect(await h().stored.outboxEvents(tenantId)).toEqual([first, second, third, fourth])
+      const stored = await h().stored.outboxEvents(tenantId)
+      expect(eventsOf(stored)).toEqual([first, second, third, fourth])
+      // Sequence numbers grow in append order.
+      expect(stored.map((row) => row.seq)).toEqual(stored.map((row) => row.seq).sort((a, b) => a - b))
+      expect(new Set(stored.map((row) => row.seq)).size).toBe(4)
     })
 
     it("returns only the oldest events up to the limit", async () => {
@@ -80,22 +74,21 @@ export const outboxStoreSuite = (h: UseHarness): void => {
     })
 
     it("reads events back by sequence number, in append order, leaving out unknown numbers", async () => {
-      await h().run(takeAll)
       const tenantId = freshTenantId()
       const events = Array.from({ length: 4 }, () => outboxEvent(tenantId))
       await h().run(OutboxStore.use((s) => s.append(events)))
-      const taken = await h().run(takeAll)
-      const seqs = taken.map((t) => t.seq)
+      const stored = await h().stored.outboxEvents(tenantId)
+      const seqs = stored.map((row) => row.seq)
 
-      const read = await h().run(OutboxStore.use((s) => s.getBySeqs([seqs[3]!, seqs[0]!, seqs[2]! + 1_000_000])))
-      expect(read).toEqual([taken[0], taken[3]])
+      const read = await h().run(OutboxStore.use((s) => s.getBySeqs([seqs[3]!, seqs[0]!, seqs[3]! + 1_000_000])))
+      expect(read).toEqual([{ seq: seqs[0], event: events[0] }, { seq: seqs[3], event: events[3] }])
       expect(await h().run(OutboxStore.use((s) => s.getBySeqs([])))).toEqual([])
     })
 
     it("accepts an empty batch and stores nothing", async () => {
       const tenantId = freshTenantId()
       await h().run(OutboxStore.use((s) => s.append([])))
-      expect(await h().stored.outboxEvents(tenantId)).toEqual([])
+      expect(await storedEvents(tenantId)).toEqual([])
     })
-  })
-}
+  }
+})

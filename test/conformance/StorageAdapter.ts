@@ -7,17 +7,28 @@ import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
+import type { FanOutLease, WebhookDeliveryRecord } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 
 /** What an adapter can do; a test needing a capability the adapter lacks skips itself and says why. */
 export interface StorageCapabilities {
-  /** Several transactions can be open at once, on separate connections contending for locks. */
+  /**
+   * Several transactions can be open at once, on separate connections contending for locks. Without
+   * it transactions run one at a time, which keeps every locking promise of the ports by itself.
+   */
   readonly concurrentConnections: boolean
 }
 
+/** An outbox row as stored: the event, its place in the outbox, and when fan-out took it (null until then). */
+export interface StoredOutboxEvent {
+  readonly seq: number
+  readonly event: EventEnvelope
+  readonly fanned_out_at: string | null
+}
+
 /**
- * Reads straight from the database, bypassing the ports, decoded into the ports' record shapes.
- * The suite checks every write with it; an adapter without one is checked through its own reads.
+ * Reads straight from the database, bypassing the ports, decoded into the ports' record shapes. The
+ * suites check every write with them, so a port that writes one thing and reads back another fails.
  */
 export interface StoredRows {
   readonly user: (id: string) => Promise<UserRecord | undefined>
@@ -27,28 +38,33 @@ export interface StoredRows {
   /** Every contact of the tenant, in any order. */
   readonly contacts: (tenantId: string) => Promise<ReadonlyArray<ContactRecord>>
   /** Every outbox event of the tenant, in append order. */
-  readonly outboxEvents: (tenantId: string) => Promise<ReadonlyArray<EventEnvelope>>
+  readonly outboxEvents: (tenantId: string) => Promise<ReadonlyArray<StoredOutboxEvent>>
   /** Every channel of the tenant, in any order. */
   readonly channels: (tenantId: string) => Promise<ReadonlyArray<ChannelRecord>>
   /** Every connect token of the tenant, in any order. */
   readonly connectTokens: (tenantId: string) => Promise<ReadonlyArray<ConnectTokenRecord>>
-  /**
-   * Every webhook endpoint of the tenant, in any order. Optional, so readers written before
-   * webhooks still compile; the ports' reads stand in when it is absent.
-   */
-  readonly webhookEndpoints?: (tenantId: string) => Promise<ReadonlyArray<WebhookEndpointRecord>>
+  /** Every webhook endpoint of the tenant, in any order. */
+  readonly webhookEndpoints: (tenantId: string) => Promise<ReadonlyArray<WebhookEndpointRecord>>
+  /** Every webhook delivery of the tenant, in any order. */
+  readonly webhookDeliveries: (tenantId: string) => Promise<ReadonlyArray<WebhookDeliveryRecord>>
+  /** The fan-out lease with this id, its `seqs` in ascending order. */
+  readonly fanOutLease: (id: string) => Promise<FanOutLease | undefined>
 }
 
+/** The name of one reader of `StoredRows`: a table a suite checks writes in. */
+export type StoredTable = keyof StoredRows
+
 /**
- * An opened adapter over a migrated database. Each test works in tenants it creates itself, so one
- * database serves the whole suite.
+ * An opened adapter over a migrated database, as a suite needs it: a layer providing the ports `R`,
+ * and direct readers of the tables `T` the suite checks. Each test works in tenants it creates
+ * itself, so one database serves every suite.
  */
-export interface StorageAdapter {
-  /** Every storage port, over the opened database. */
-  readonly layer: Layer.Layer<StoragePorts>
+export interface StorageAdapter<R = StoragePorts, T extends StoredTable = StoredTable> {
+  /** The ports under test, over the opened database. */
+  readonly layer: Layer.Layer<R>
   readonly capabilities: StorageCapabilities
-  /** Direct reads of the database, to check writes where they land; the ports' reads stand in when absent. */
-  readonly storedRows?: StoredRows
-  /** Releases the database; called after the suite, once the ports' layer is released. */
+  /** Direct reads of the database, to check writes where they land. */
+  readonly storedRows: Pick<StoredRows, T>
+  /** Releases the database; called after the suite, once the ports' layers are released. */
   readonly close: () => Promise<void>
 }

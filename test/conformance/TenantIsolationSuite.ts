@@ -1,10 +1,16 @@
 import { Effect, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { ContactService } from "../../src/contacts/ContactService.ts"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import type { Transactor } from "../../src/ports/Transactor.ts"
 import { contactRecord, outboxEvent, seedTenant } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { eventsOf, makeSuite, type Suite } from "./Harness.ts"
+
+/** What the tenant isolation suite runs against: contacts and events, their tenants, and the contact service's transactions. */
+type IsolationPorts = ContactStore | OutboxStore | Transactor | TenantStore | AccountStore
 
 // Two tenants, each holding one contact with the same phone and email (both allowed: uniqueness is per tenant).
 const twoTenants = Effect.gen(function*() {
@@ -22,8 +28,11 @@ const twoTenants = Effect.gen(function*() {
 })
 
 /** Tenant isolation: tenant A can never read or change tenant B's contacts or events, by any method. */
-export const tenantIsolationSuite = (h: UseHarness): void => {
-  describe("tenant isolation", () => {
+export const tenantIsolationSuite: Suite<IsolationPorts, "contacts" | "outboxEvents"> = makeSuite({
+  name: "tenant isolation",
+  tables: ["contacts", "outboxEvents"],
+  services: ContactService.layer,
+  tests: (h) => {
     it("lets two tenants hold contacts with the same phone and email", async () => {
       const { a, b, contactOfA, contactOfB } = await h().run(twoTenants)
       expect(await h().stored.contacts(a.id)).toEqual([contactOfA])
@@ -77,6 +86,7 @@ export const tenantIsolationSuite = (h: UseHarness): void => {
 
       expect(await h().run(OutboxStore.use((s) => s.listByTenant(a.id, { limit: 10 })))).toEqual([ofA])
       expect(await h().run(OutboxStore.use((s) => s.listByTenant(b.id, { limit: 10 })))).toEqual([ofB])
+      expect(eventsOf(await h().stored.outboxEvents(a.id))).toEqual([ofA])
     })
 
     it("answers NotFound through the contact service for another tenant's contact, and emits nothing", async () => {
@@ -91,5 +101,5 @@ export const tenantIsolationSuite = (h: UseHarness): void => {
       expect(await h().stored.outboxEvents(a.id)).toEqual([])
       expect(await h().stored.outboxEvents(b.id)).toEqual([])
     })
-  })
-}
+  }
+})

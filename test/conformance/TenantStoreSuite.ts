@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
 import { billingAccountRecord, seedTenant, tenantRecord, userRecord } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { makeSuite, type Suite } from "./Harness.ts"
 
 // A billing account to hang tenants on (tenants reference one).
 const newBillingAccount = Effect.gen(function*() {
@@ -15,9 +15,14 @@ const newBillingAccount = Effect.gen(function*() {
   return account
 })
 
-/** TenantStore: every field (booleans both ways, nulls, timestamps) round-trips; slugs are looked up. */
-export const tenantStoreSuite = (h: UseHarness): void => {
-  describe("TenantStore", () => {
+/**
+ * TenantStore: every field (booleans both ways, nulls, timestamps) round-trips; SMS is switched per
+ * tenant; slugs are looked up. Needs AccountStore for the billing accounts tenants belong to.
+ */
+export const tenantStoreSuite: Suite<TenantStore | AccountStore, "tenant"> = makeSuite({
+  name: "TenantStore",
+  tables: ["tenant"],
+  tests: (h) => {
     it("stores every field set, with every flag true, and reads it back unchanged", async () => {
       const account = await h().run(newBillingAccount)
       const tenant = tenantRecord(account.id, {
@@ -66,10 +71,29 @@ export const tenantStoreSuite = (h: UseHarness): void => {
       expect(Option.isNone(await h().run(TenantStore.use((s) => s.get(unknown.id))))).toBe(true)
     })
 
+    it("turns SMS on and off at the given time, and reports that it did", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const setSms = (enabled: boolean, at: string) => h().run(TenantStore.use((s) => s.setSmsEnabled(tenant.id, enabled, at)))
+
+      expect(await setSms(true, "2026-11-23T09:00:00.000Z")).toBe(true)
+      expect(await h().stored.tenant(tenant.id)).toEqual({ ...tenant, sms_enabled: true, updated_at: "2026-11-23T09:00:00.000Z" })
+      expect(await setSms(false, "2026-11-23T10:00:00.000Z")).toBe(true)
+      expect(await h().stored.tenant(tenant.id)).toEqual({ ...tenant, sms_enabled: false, updated_at: "2026-11-23T10:00:00.000Z" })
+    })
+
+    it("switches nothing and reports false for an unknown tenant", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const unknown = tenantRecord(tenant.billing_account_id)
+
+      expect(await h().run(TenantStore.use((s) => s.setSmsEnabled(unknown.id, true, "2026-11-23T09:00:00.000Z")))).toBe(false)
+      expect(await h().stored.tenant(unknown.id)).toBeUndefined()
+      expect(await h().stored.tenant(tenant.id)).toEqual(tenant)
+    })
+
     it("reports a slug taken once a tenant holds it, and free before", async () => {
       const { tenant } = await h().run(seedTenant)
       expect(await h().run(TenantStore.use((s) => s.slugTaken(tenant.slug)))).toBe(true)
       expect(await h().run(TenantStore.use((s) => s.slugTaken(`${tenant.slug}-2`)))).toBe(false)
     })
-  })
-}
+  }
+})

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
 import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
@@ -8,7 +8,12 @@ import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
 import { apiKeyRecord, connectTokenRecord, contactRecord, outboxEvent, seedTenant, tenantRecord, userRecord } from "./Fixtures.ts"
-import type { SuiteServices, UseHarness } from "./Harness.ts"
+import { eventsOf, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+
+/** What the unique violations suite runs against: every store with a unique index, and the tenants rows belong to. */
+type UniquePorts = ContactStore | TenantStore | AccountStore | ApiKeyStore | ConnectTokenStore | OutboxStore
+/** The tables the unique violations suite checks that no duplicate was stored in. */
+type UniqueTables = "contacts" | "tenant" | "user" | "apiKey" | "connectTokens" | "outboxEvents"
 
 // What every adapter must report for a duplicate: the same reason and index name on every database.
 const expectUniqueViolation = (error: StorageError, constraint: string) => {
@@ -16,11 +21,14 @@ const expectUniqueViolation = (error: StorageError, constraint: string) => {
   expect(error.isRetryable).toBe(false)
 }
 
-const failure = (h: UseHarness, effect: Effect.Effect<unknown, StorageError, SuiteServices>) => h().run(Effect.flip(effect))
+const failure = (h: UseHarness<UniquePorts, UniqueTables>, effect: Effect.Effect<unknown, StorageError, UniquePorts>) =>
+  h().run(Effect.flip(effect))
 
-/** Unique violations: each duplicate fails with `UniqueViolation` naming the same index on every database. */
-export const uniqueViolationSuite = (h: UseHarness): void => {
-  describe("unique violations", () => {
+/** Unique violations: each duplicate fails with `UniqueViolation` naming the same index on every database, and is not stored. */
+export const uniqueViolationSuite: Suite<UniquePorts, UniqueTables> = makeSuite({
+  name: "unique violations",
+  tables: ["contacts", "tenant", "user", "apiKey", "connectTokens", "outboxEvents"],
+  tests: (h) => {
     it("names contacts_tenant_phone_unique for a second contact with a phone in the same tenant", async () => {
       const { tenant } = await h().run(seedTenant)
       await h().run(ContactStore.use((s) => s.insert(contactRecord(tenant.id, { phone: "+14155550100" }))))
@@ -38,6 +46,7 @@ export const uniqueViolationSuite = (h: UseHarness): void => {
       const error = await failure(h, ContactStore.use((s) => s.insert(contactRecord(tenant.id, { email: "ada@example.com" }))))
 
       expectUniqueViolation(error, "contacts_tenant_email_unique")
+      expect(await h().stored.contacts(tenant.id)).toHaveLength(1)
     })
 
     it("lets many contacts of one tenant have no phone and no email", async () => {
@@ -51,18 +60,22 @@ export const uniqueViolationSuite = (h: UseHarness): void => {
     it("names tenants_slug_unique for a second tenant with a taken slug", async () => {
       const { account, tenant } = await h().run(seedTenant)
 
-      const error = await failure(h, TenantStore.use((s) => s.insert(tenantRecord(account.id, { slug: tenant.slug }))))
+      const duplicate = tenantRecord(account.id, { slug: tenant.slug })
+      const error = await failure(h, TenantStore.use((s) => s.insert(duplicate)))
 
       expectUniqueViolation(error, "tenants_slug_unique")
+      expect(await h().stored.tenant(duplicate.id)).toBeUndefined()
     })
 
     it("names users_email_unique for a second user with a taken email", async () => {
       const user = userRecord()
       await h().run(AccountStore.use((s) => s.insertUser(user)))
 
-      const error = await failure(h, AccountStore.use((s) => s.insertUser(userRecord({ email: user.email }))))
+      const duplicate = userRecord({ email: user.email })
+      const error = await failure(h, AccountStore.use((s) => s.insertUser(duplicate)))
 
       expectUniqueViolation(error, "users_email_unique")
+      expect(await h().stored.user(duplicate.id)).toBeUndefined()
     })
 
     it("names api_keys_lookup_unique for a second key with a taken lookup", async () => {
@@ -73,6 +86,7 @@ export const uniqueViolationSuite = (h: UseHarness): void => {
       const error = await failure(h, ApiKeyStore.use((s) => s.insert(apiKeyRecord(tenant.id, { lookup: key.lookup }))))
 
       expectUniqueViolation(error, "api_keys_lookup_unique")
+      expect(await h().stored.apiKey(key.lookup)).toEqual(key)
     })
 
     it("names connect_tokens_lookup_unique for a second connect token with a taken lookup, in any tenant", async () => {
@@ -94,7 +108,7 @@ export const uniqueViolationSuite = (h: UseHarness): void => {
       const error = await failure(h, OutboxStore.use((s) => s.append([event])))
 
       expectUniqueViolation(error, "outbox_events_id_unique")
-      expect(await h().stored.outboxEvents(event.tenant_id)).toEqual([event])
+      expect(eventsOf(await h().stored.outboxEvents(event.tenant_id))).toEqual([event])
     })
-  })
-}
+  }
+})

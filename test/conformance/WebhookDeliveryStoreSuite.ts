@@ -1,71 +1,51 @@
-import { Effect, Exit, Option } from "effect"
+import { Effect, Option } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import {
-  type FanOutHold,
-  type FanOutLease,
-  type WebhookDeliveryRecord,
-  WebhookDeliveryStore
-} from "../../src/ports/WebhookDeliveryStore.ts"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import type { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import type { Transactor } from "../../src/ports/Transactor.ts"
+import { type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
-import { type EventEnvelope, envelopeJson } from "../../src/kernel/EventEnvelope.ts"
-import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { Transactor } from "../../src/ports/Transactor.ts"
-import { outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { at, deliveryRecord, LEASE_UNTIL, NOW, reserveSeqs } from "./DeliveryFixtures.ts"
+import { fanOutLeaseTests } from "./FanOutLeaseTests.ts"
+import { seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
+import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+
+/**
+ * What the WebhookDeliveryStore suite runs against: the port, the endpoints and tenants deliveries
+ * belong to, the outbox fan-out takes events from, and transactions for its locks.
+ */
+type DeliveryPorts = WebhookDeliveryStore | WebhookEndpointStore | OutboxStore | Transactor | TenantStore | AccountStore
 
 const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one transaction at a time"
 
-// Instants as stored: fixed-width ISO 8601 UTC with milliseconds.
-const at = (time: string): string => `2026-11-22T${time}Z`
-const NOW = at("12:00:00.000")
-const LEASE_UNTIL = at("12:02:00.000")
-
-// Outbox positions only need to grow; a counter shared by the suite keeps them apart.
-let nextSeq = 1
-
-/** A `pending` first delivery of a fresh contact.created event to `endpoint`, fanned out at 12:00. */
-const deliveryRecord = (endpoint: WebhookEndpointRecord, overrides: Partial<WebhookDeliveryRecord> = {}): WebhookDeliveryRecord => {
-  const envelope = outboxEvent(endpoint.tenant_id)
-  return {
-    id: globalThis.crypto.randomUUID(),
-    tenant_id: endpoint.tenant_id,
-    webhook_endpoint_id: endpoint.id,
-    event_id: envelope.event_id,
-    event_type: envelope.type,
-    envelope,
-    outbox_seq: nextSeq++,
-    previous_delivery_id: null,
-    created_at: NOW,
-    status: "pending",
-    attempt_number: 0,
-    max_retries: endpoint.max_retries,
-    retry_strategy: endpoint.retry_strategy,
-    next_retry_at: null,
-    completed_at: null,
-    response_status_code: null,
-    response_time_ms: null,
-    error_message: null,
-    ...overrides
-  }
-}
+type UseDeliveries = UseHarness<WebhookDeliveryStore, "webhookDeliveries">
 
 const store = <A, E>(f: (s: WebhookDeliveryStore["Service"]) => Effect.Effect<A, E>) => WebhookDeliveryStore.use(f)
 
-const insert = (h: UseHarness, deliveries: ReadonlyArray<WebhookDeliveryRecord>) => h().run(store((s) => s.insertMany(deliveries)))
+const insert = (h: UseDeliveries, deliveries: ReadonlyArray<WebhookDeliveryRecord>) => h().run(store((s) => s.insertMany(deliveries)))
 
-const getDelivery = (h: UseHarness, delivery: WebhookDeliveryRecord) =>
+const getDelivery = (h: UseDeliveries, delivery: WebhookDeliveryRecord) =>
   h().run(store((s) => s.get(delivery.tenant_id, delivery.webhook_endpoint_id, delivery.id))).then(Option.getOrUndefined)
 
 /** Every delivery of the endpoint, newest first. */
-const listAll = (h: UseHarness, endpoint: WebhookEndpointRecord) =>
+const listAll = (h: UseDeliveries, endpoint: WebhookEndpointRecord) =>
   h().run(store((s) => s.list(endpoint.tenant_id, endpoint.id, { limit: 10_000, offset: 0 }))).then((page) => page.items)
+
+/** Every delivery of the endpoint as stored, by id. */
+const storedOf = async (h: UseDeliveries, endpoint: WebhookEndpointRecord) =>
+  (await h().stored.webhookDeliveries(endpoint.tenant_id)).filter((d) => d.webhook_endpoint_id === endpoint.id)
 
 /**
  * WebhookDeliveryStore: rows round-trip; claims take only due, unleased rows, oldest first, and
- * disjoint ones across connections; suspension moves are bulk and per endpoint; reads are tenant-scoped.
+ * disjoint ones across connections; fan-out takes events and stores their lease as one step, and
+ * leases lock until the transaction ends; suspension moves are bulk and per endpoint; reads are
+ * tenant-scoped.
  */
-export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
-  describe("WebhookDeliveryStore", () => {
+export const webhookDeliveryStoreSuite: Suite<DeliveryPorts, "webhookDeliveries" | "outboxEvents" | "fanOutLease"> = makeSuite({
+  name: "WebhookDeliveryStore",
+  tables: ["webhookDeliveries", "outboxEvents", "fanOutLease"],
+  tests: (h) => {
     // Claims are not scoped by tenant, so each test's rows are finished afterwards and never crowd
     // a later test's claim.
     const endpointsMade: Array<WebhookEndpointRecord> = []
@@ -111,6 +91,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       })
       await insert(h, [original, retried])
 
+      expect(await storedOf(h, endpoint!)).toEqual([original, retried].sort(byId))
       expect(await getDelivery(h, original)).toEqual(original)
       expect(await getDelivery(h, retried)).toEqual(retried)
     })
@@ -123,6 +104,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       const page = await h().run(store((s) => s.list(endpoint!.tenant_id, endpoint!.id, { limit: 1, offset: 0 })))
       expect(page.total).toBe(1_201)
       expect(await getDelivery(h, batch.at(-1)!)).toEqual(batch.at(-1))
+      expect(await storedOf(h, endpoint!)).toEqual([...batch].sort(byId))
     })
 
     it("leaves out deliveries whose endpoint was deleted, and stores the rest of the batch", async () => {
@@ -133,12 +115,14 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
 
       expect(await listAll(h, kept!)).toEqual([stored])
       expect(await listAll(h, deleted!)).toEqual([])
+      expect(await h().stored.webhookDeliveries(kept!.tenant_id)).toEqual([stored])
     })
 
     it("accepts an empty batch", async () => {
       const [endpoint] = await endpointsOfNewTenant()
       await insert(h, [])
       expect(await listAll(h, endpoint!)).toEqual([])
+      expect(await h().stored.webhookDeliveries(endpoint!.tenant_id)).toEqual([])
     })
 
     describe("claimDue", () => {
@@ -157,13 +141,13 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
 
       it("claims oldest first, by created_at and then outbox order, up to the limit", async () => {
         const [endpoint] = await endpointsOfNewTenant()
+        const seqs = reserveSeqs(10)
         const [first, second, third, fourth] = [
-          deliveryRecord(endpoint!, { created_at: at("09:59:00.000"), outbox_seq: nextSeq + 9 }),
-          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: nextSeq + 5 }),
-          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: nextSeq + 7 }),
-          deliveryRecord(endpoint!, { created_at: at("10:01:00.000"), outbox_seq: nextSeq + 1 })
+          deliveryRecord(endpoint!, { created_at: at("09:59:00.000"), outbox_seq: seqs + 9 }),
+          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: seqs + 5 }),
+          deliveryRecord(endpoint!, { created_at: at("10:00:00.000"), outbox_seq: seqs + 7 }),
+          deliveryRecord(endpoint!, { created_at: at("10:01:00.000"), outbox_seq: seqs + 1 })
         ]
-        nextSeq += 10
         await insert(h, [third!, fourth!, first!, second!])
 
         // Earlier tests' rows are finished, so the oldest due rows anywhere are this test's.
@@ -248,6 +232,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         await h().run(store((s) => s.saveMany([{ state: attempted }])))
 
         expect(await getDelivery(h, delivery)).toEqual(attempted)
+        expect(await storedOf(h, endpoint!)).toEqual([attempted])
         expect(await claim(endpoint!, at("12:00:05.000"), at("12:02:05.000"))).toEqual([attempted])
       })
 
@@ -289,185 +274,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
       })
     })
 
-    describe("fan-out leases", () => {
-      // Leases are not scoped by tenant, nor are outbox events waiting to be fanned out: each test takes
-      // whatever waits, keeps to the events and leases it made, and its leases are released afterwards.
-      const leasesMade: Array<FanOutHold> = []
-      afterEach(async () => {
-        await h().run(store((s) => s.releaseFanOuts(leasesMade.splice(0))))
-      })
-      const leaseOf = (overrides: Partial<Omit<FanOutLease, "seqs">> = {}): Omit<FanOutLease, "seqs"> => {
-        const lease = {
-          id: globalThis.crypto.randomUUID(),
-          fanned_at: NOW,
-          holder: globalThis.crypto.randomUUID(),
-          lease_until: LEASE_UNTIL,
-          ...overrides
-        }
-        leasesMade.push(lease)
-        return lease
-      }
-      const takeFanOut = (limit: number, lease: Omit<FanOutLease, "seqs">) => h().run(store((s) => s.takeFanOut(limit, lease)))
-      const append = (events: ReadonlyArray<EventEnvelope>) => h().run(OutboxStore.use((s) => s.append(events)))
-      /** Takes whatever waits to be fanned out, so that what a test appends next is all that waits. */
-      const takeWaiting = () => takeFanOut(1_000_000, leaseOf())
-      /** A lease over three events fanned out just now, as a worker holds one. */
-      const fanOutLease = async (overrides: Partial<Omit<FanOutLease, "seqs">> = {}): Promise<FanOutLease> => {
-        await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
-        await append(Array.from({ length: 3 }, () => outboxEvent(tenantId)))
-        const lease = leaseOf(overrides)
-        const taken = await takeFanOut(10, lease)
-        return { ...lease, seqs: taken.map((t) => t.seq) }
-      }
-      const hold = (holds: ReadonlyArray<FanOutHold>) => h().run(store((s) => s.holdFanOuts(holds)))
-      const takeOver = async (now: string, holder: string, mine: ReadonlyArray<FanOutLease>) => {
-        const ids = new Set(mine.map((lease) => lease.id))
-        const taken = await h().run(store((s) => s.claimExpiredFanOuts(now, at("12:10:00.000"), holder, 1_000)))
-        const ours = taken.filter((lease) => ids.has(lease.id))
-        leasesMade.push(...ours)
-        return ours
-      }
-
-      it("takes events in append order, up to the limit, each once, under a lease over them", async () => {
-        await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
-        const events = Array.from({ length: 5 }, () => outboxEvent(tenantId))
-        await append(events.slice(0, 3))
-        await append(events.slice(3))
-
-        const firstLease = leaseOf({ fanned_at: at("11:58:00.000"), lease_until: at("11:59:00.000") })
-        const first = await takeFanOut(2, firstLease)
-        expect(first.map((t) => t.event)).toEqual(events.slice(0, 2))
-        expect(first[0]!.seq).toBeLessThan(first[1]!.seq)
-        const rest = await takeFanOut(10, leaseOf())
-        expect(rest.map((t) => t.event)).toEqual(events.slice(2))
-        expect(await takeFanOut(10, leaseOf())).toEqual([])
-        // Taking marks, nothing more: the event log still shows every event.
-        expect(await h().stored.outboxEvents(tenantId)).toEqual(events)
-        // The lease holds exactly the events taken with it, with the fan-out time.
-        expect(await hold([firstLease])).toEqual(new Set([firstLease.id]))
-        expect(await takeOver(NOW, "second worker", [{ ...firstLease, seqs: [] }])).toEqual([
-          { ...firstLease, seqs: first.map((t) => t.seq), holder: "second worker", lease_until: at("12:10:00.000") }
-        ])
-      })
-
-      it("stores no lease when there is nothing to take", async () => {
-        await takeWaiting()
-        const lease = leaseOf()
-        expect(await takeFanOut(10, lease)).toEqual([])
-        expect(await hold([lease])).toEqual(new Set())
-      })
-
-      it("leaves the events to take again, and no lease, when the transaction that took them fails", async () => {
-        await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
-        const events = Array.from({ length: 3 }, () => outboxEvent(tenantId))
-        await append(events)
-
-        const lease = leaseOf()
-        const exit = await h().exit(Transactor.use((t) => t.withTransaction(
-          store((s) => s.takeFanOut(10, lease)).pipe(Effect.andThen(Effect.fail("fan-out failed")))
-        )))
-        expect(Exit.isFailure(exit)).toBe(true)
-        expect(await hold([lease])).toEqual(new Set())
-        expect((await takeFanOut(10, leaseOf())).map((t) => t.event)).toEqual(events)
-      })
-
-      it("gives two concurrent takers disjoint events (needs several connections)", async (ctx) => {
-        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
-        await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
-        const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
-        await append(events)
-
-        const [a, b] = await h().run(Effect.all([
-          store((s) => s.takeFanOut(40, leaseOf())),
-          store((s) => s.takeFanOut(40, leaseOf()))
-        ], { concurrency: 2 }))
-        const ids = [...a, ...b].map((t) => t.event.id)
-        expect(new Set(ids).size).toBe(60)
-        expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
-      })
-
-      it("hands out events whose JSON is the JSON of the event as read, whatever its data holds", async () => {
-        await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
-        const events = [
-          { quote: "say \"hi\"\n\t\\", "2": "integer-like keys first", b: [1, 2.5, -0, 1e21, null, true] },
-          // An own "__proto__" key, as only parsed JSON makes one.
-          JSON.parse(`{"__proto__": {"polluted": true}, "": "", "emoji": "🚀 山田 \u2028", "nested": {"deep": [{"a": {}}]}}`)
-        ].map((data) => outboxEvent(tenantId, { data }))
-        await append(events)
-
-        const taken = await takeFanOut(10, leaseOf())
-        expect(taken).toHaveLength(2)
-        for (const { event } of taken) expect(envelopeJson(event)).toBe(JSON.stringify(event))
-        const read = await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))
-        expect(read.map(envelopeJson)).toEqual(read.map((event) => JSON.stringify(event)))
-      })
-
-      it("is held by its holder alone, and released only by it", async () => {
-        const lease = await fanOutLease()
-        const other = await fanOutLease()
-
-        expect(await hold([lease, { id: other.id, holder: lease.holder }])).toEqual(new Set([lease.id]))
-        await h().run(store((s) => s.releaseFanOuts([{ id: lease.id, holder: other.holder }])))
-        expect(await hold([lease])).toEqual(new Set([lease.id]))
-        await h().run(store((s) => s.releaseFanOuts([lease])))
-        expect(await hold([lease, other])).toEqual(new Set([other.id]))
-        expect(await hold([])).toEqual(new Set())
-      })
-
-      it("is taken over only once its time passed, by a new holder, with its events and fan-out time", async () => {
-        const passed = await fanOutLease({ lease_until: at("12:01:00.000"), fanned_at: at("11:59:00.000") })
-        const running = await fanOutLease({ lease_until: at("12:03:00.000") })
-
-        expect(await takeOver(at("12:00:59.999"), "early", [passed, running])).toEqual([])
-        const taken = await takeOver(at("12:01:00.000"), "second worker", [passed, running])
-        expect(taken).toEqual([{ ...passed, holder: "second worker", lease_until: at("12:10:00.000") }])
-        // The first holder can no longer store the batch; the new one can.
-        expect(await hold([passed])).toEqual(new Set())
-        expect(await hold(taken)).toEqual(new Set([passed.id]))
-        expect(await hold([running])).toEqual(new Set([running.id]))
-      })
-
-      it("gives two concurrent take-overs disjoint leases (needs several connections)", async (ctx) => {
-        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
-        const leases: Array<FanOutLease> = []
-        for (let i = 0; i < 30; i++) leases.push(await fanOutLease({ lease_until: at("11:00:00.000") }))
-        const ids = new Set(leases.map((lease) => lease.id))
-
-        const [a, b] = await h().run(Effect.all([
-          store((s) => s.claimExpiredFanOuts(NOW, LEASE_UNTIL, "a", 20)),
-          store((s) => s.claimExpiredFanOuts(NOW, LEASE_UNTIL, "b", 20))
-        ], { concurrency: 2 }))
-        const taken = [...a, ...b].filter((lease) => ids.has(lease.id))
-        leasesMade.push(...taken)
-        expect(new Set(taken.map((lease) => lease.id)).size).toBe(taken.length)
-        expect(taken.length).toBeGreaterThanOrEqual(20)
-      })
-
-      it("tells which deliveries of a fan-out exist, by endpoint and event, whatever their status", async () => {
-        const [first, second] = await endpointsOfNewTenant(2)
-        const statuses = ["pending", "success", "failed", "retrying", "queued", "dead_letter"] as const
-        const made = statuses.map((status) => deliveryRecord(first!, { status }))
-        const seqs = made.map((d) => d.outbox_seq)
-        const elsewhere = [
-          // Another endpoint, and a delivery of the same event made at another time (a manual retry).
-          deliveryRecord(second!, { outbox_seq: seqs[0]! }),
-          deliveryRecord(first!, { created_at: at("12:30:00.000"), previous_delivery_id: made[1]!.id })
-        ]
-        await insert(h, [...made, ...elsewhere])
-
-        const asked = [...seqs, elsewhere[1]!.outbox_seq, nextSeq++]
-        const existing = await h().run(store((s) => s.existingAt([first!], NOW, asked)))
-        expect(existing).toEqual(new Set(seqs.map((seq) => `${first!.id} ${seq}`)))
-        const both = await h().run(store((s) => s.existingAt([first!, second!], NOW, [seqs[0]!])))
-        expect(both).toEqual(new Set([`${first!.id} ${seqs[0]}`, `${second!.id} ${seqs[0]}`]))
-        expect(await h().run(store((s) => s.existingAt([], NOW, seqs)))).toEqual(new Set())
-      })
-    })
+    fanOutLeaseTests(h, endpointsOfNewTenant)
 
     describe("recording attempts", () => {
       const attempted = (d: WebhookDeliveryRecord, n: number): WebhookDeliveryRecord => ({
@@ -493,6 +300,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const stored = new Map((await listAll(h, endpoint!)).map((d) => [d.id, d]))
         expect(stored.size).toBe(1_203)
         for (const expected of saved) expect(stored.get(expected.id)).toEqual(expected)
+        expect(await storedOf(h, endpoint!)).toEqual([...saved].sort(byId))
         // Leases are free: the retrying rows come due at 12:10, and nothing is left to take back.
         const due = await claim(endpoint!, at("12:10:00.000"), at("12:12:00.000"), 2_000)
         expect(due.length).toBe(saved.filter((d) => d.status === "retrying").length)
@@ -511,6 +319,7 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
 
         expect(await getDelivery(h, mine)).toEqual(attempted(mine, 3))
         expect(await getDelivery(h, theirs)).toEqual(theirs)
+        expect(await h().stored.webhookDeliveries(endpoint!.tenant_id)).toEqual([attempted(mine, 3), theirs].sort(byId))
         await h().run(store((s) => s.saveMany([])))
       })
 
@@ -534,6 +343,11 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         expect(await getDelivery(h, asClaimed)).toEqual(succeeded(asClaimed))
         expect(await getDelivery(h, parked)).toEqual({ ...parked, status: "queued", next_retry_at: null })
         expect((await getDelivery(h, retaken))?.next_retry_at).toBe(at("12:01:00.000"))
+        expect(await storedOf(h, endpoint!)).toEqual([
+          succeeded(asClaimed),
+          { ...parked, status: "queued", next_retry_at: null },
+          { ...retaken, attempt_number: 3, next_retry_at: at("12:01:00.000") }
+        ].sort(byId))
       })
 
       it("reads states by id, each only within the tenant it is named with, leaving out unknown ids", async () => {
@@ -573,56 +387,68 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         const unchanged = async (records: Record<string, WebhookDeliveryRecord>, keys: ReadonlyArray<string>) => {
           for (const key of keys) expect(await read(records[key]!)).toEqual(records[key])
         }
-        return { suspended: suspended!, mine, theirs, read, unchanged }
+        /** Checks every row of the tenant as stored: the suspended endpoint's rows as `changed` says, all others as made. */
+        const storedAre = async (changed: Partial<Record<keyof typeof mine, WebhookDeliveryRecord>>) =>
+          expect(await h().stored.webhookDeliveries(suspended!.tenant_id))
+            .toEqual([...Object.values({ ...mine, ...changed }), ...Object.values(theirs)].sort(byId))
+        return { suspended: suspended!, mine, theirs, read, unchanged, storedAre }
       }
       const ALL = ["pending", "retrying", "queued", "success", "failed", "dead_letter"]
 
       it("parks the endpoint's pending and retrying rows as queued, keeping their attempts, and touches nothing else", async () => {
-        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        const { suspended, mine, theirs, read, unchanged, storedAre } = await everyStatus()
         await h().run(store((s) => s.parkOutstanding(suspended.tenant_id, suspended.id)))
 
         expect(await read(mine.pending)).toEqual({ ...mine.pending, status: "queued" })
         expect(await read(mine.retrying)).toEqual({ ...mine.retrying, status: "queued", next_retry_at: null })
         await unchanged(mine, ["queued", "success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
+        await storedAre({
+          pending: { ...mine.pending, status: "queued" },
+          retrying: { ...mine.retrying, status: "queued", next_retry_at: null }
+        })
         expect(await h().run(store((s) => s.countQueued(suspended.tenant_id, suspended.id)))).toBe(3)
       })
 
       it("replays the endpoint's queued rows as pending, and touches nothing else", async () => {
-        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        const { suspended, mine, theirs, read, unchanged, storedAre } = await everyStatus()
         await h().run(store((s) => s.replayQueued(suspended.tenant_id, suspended.id)))
 
         expect(await read(mine.queued)).toEqual({ ...mine.queued, status: "pending" })
         await unchanged(mine, ["pending", "retrying", "success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
+        await storedAre({ queued: { ...mine.queued, status: "pending" } })
         expect(await h().run(store((s) => s.countQueued(suspended.tenant_id, suspended.id)))).toBe(0)
       })
 
       it("dead-letters the endpoint's pending, retrying and queued rows with the reason, and touches nothing else", async () => {
-        const { suspended, mine, theirs, read, unchanged } = await everyStatus()
+        const { suspended, mine, theirs, read, unchanged, storedAre } = await everyStatus()
         const when = at("12:30:00.000")
         await h().run(store((s) => s.deadLetterOutstanding(suspended.tenant_id, suspended.id, "endpoint set inactive", when)))
+        const deadLettered = (d: WebhookDeliveryRecord): WebhookDeliveryRecord => ({
+          ...d,
+          status: "dead_letter",
+          next_retry_at: null,
+          completed_at: when,
+          error_message: "endpoint set inactive"
+        })
 
         for (const key of ["pending", "retrying", "queued"] as const) {
-          expect(await read(mine[key])).toEqual({
-            ...mine[key],
-            status: "dead_letter",
-            next_retry_at: null,
-            completed_at: when,
-            error_message: "endpoint set inactive"
-          })
+          expect(await read(mine[key])).toEqual(deadLettered(mine[key]))
         }
         await unchanged(mine, ["success", "failed", "dead_letter"])
         await unchanged(theirs, ALL)
+        await storedAre({ pending: deadLettered(mine.pending), retrying: deadLettered(mine.retrying), queued: deadLettered(mine.queued) })
       })
 
       it("moves, counts and finds an endpoint's deliveries only in the tenant named with it", async () => {
-        const { suspended, mine, read, unchanged } = await everyStatus()
+        const { suspended, mine, read, unchanged, storedAre } = await everyStatus()
         const [stranger] = await endpointsOfNewTenant()
         await h().run(store((s) => s.parkOutstanding(stranger!.tenant_id, suspended.id)))
         await h().run(store((s) => s.replayQueued(stranger!.tenant_id, suspended.id)))
         await h().run(store((s) => s.deadLetterOutstanding(stranger!.tenant_id, suspended.id, "not theirs", NOW)))
         await unchanged(mine, ALL)
+        await storedAre({})
         expect(await read(mine.queued)).toEqual(mine.queued)
         expect(await h().run(store((s) => s.countQueued(stranger!.tenant_id, suspended.id)))).toBe(0)
         const asked = Object.values(mine).map((d) => d.outbox_seq)
@@ -679,5 +505,5 @@ export const webhookDeliveryStoreSuite = (h: UseHarness): void => {
         expect(await h().run(store((s) => s.countQueued(endpoint!.tenant_id, endpoint!.id)))).toBe(2)
       })
     })
-  })
-}
+  }
+})

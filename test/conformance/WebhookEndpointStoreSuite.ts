@@ -1,16 +1,27 @@
 import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import type { Transactor } from "../../src/ports/Transactor.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
+import { contend } from "./Contention.ts"
 import { seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
-import type { UseHarness } from "./Harness.ts"
+import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+
+/** What the WebhookEndpointStore suite runs against: the port, the tenants endpoints belong to, and transactions for its locks. */
+type EndpointPorts = WebhookEndpointStore | Transactor | TenantStore | AccountStore
+
+type UseEndpoints = UseHarness<WebhookEndpointStore, "webhookEndpoints">
+
+const NEEDS_CONNECTIONS = "needs several connections: the adapter runs one transaction at a time"
 
 const insertAll = (endpoints: ReadonlyArray<WebhookEndpointRecord>) =>
   WebhookEndpointStore.use((s) => Effect.forEach(endpoints, (endpoint) => s.insert(endpoint), { discard: true }))
 
-const getEndpoint = (h: UseHarness, tenantId: string, id: string) =>
+const getEndpoint = (h: UseEndpoints, tenantId: string, id: string) =>
   h().run(WebhookEndpointStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
 
-const listEndpoints = (h: UseHarness, tenantId: string) => h().run(WebhookEndpointStore.use((s) => s.list(tenantId)))
+const listEndpoints = (h: UseEndpoints, tenantId: string) => h().run(WebhookEndpointStore.use((s) => s.list(tenantId)))
 
 // An endpoint with every optional field set: unicode text, both filter lists, a header, a
 // suspension's whole history, and values at the ends of their ranges.
@@ -51,9 +62,19 @@ const twoTenants = Effect.gen(function*() {
   return { a, b, endpointOfA, endpointOfB }
 })
 
-/** WebhookEndpointStore: every field round-trips; update replaces; list is oldest first; no tenant reaches another's endpoints. */
-export const webhookEndpointStoreSuite = (h: UseHarness): void => {
-  describe("WebhookEndpointStore", () => {
+// A suspended endpoint whose re-verification is due at `due`.
+const suspendedUntil = (tenantId: string, due: string) =>
+  webhookEndpointRecord(tenantId, { is_active: false, suspended_at: "2026-11-22T09:00:00.000Z", next_reactivation_at: due })
+
+/**
+ * WebhookEndpointStore: every field round-trips; update replaces; list is oldest first; no tenant
+ * reaches another's endpoints; getForUpdate holds the row until the transaction ends; due
+ * re-verifications are leased to one checker each.
+ */
+export const webhookEndpointStoreSuite: Suite<EndpointPorts, "webhookEndpoints"> = makeSuite({
+  name: "WebhookEndpointStore",
+  tables: ["webhookEndpoints"],
+  tests: (h) => {
     it("stores a new endpoint, its nulls, defaults and flags, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const endpoint = webhookEndpointRecord(tenant.id)
@@ -194,5 +215,87 @@ export const webhookEndpointStoreSuite = (h: UseHarness): void => {
       expect(await h().stored.webhookEndpoints(b.id)).toEqual([endpointOfB])
       expect(await h().stored.webhookEndpoints(a.id)).toEqual([endpointOfA])
     })
-  })
-}
+
+    describe("getForUpdate", () => {
+      const getForUpdate = (tenantId: string, id: string) =>
+        WebhookEndpointStore.use((s) => s.getForUpdate(tenantId, id)).pipe(Effect.map(Option.getOrUndefined))
+
+      it("reads the endpoint as get does, and nothing for another tenant's or an unknown one", async () => {
+        const { a, b, endpointOfB } = await h().run(twoTenants)
+
+        expect(await h().run(getForUpdate(b.id, endpointOfB.id))).toEqual(endpointOfB)
+        expect(await h().run(getForUpdate(a.id, endpointOfB.id))).toBeUndefined()
+        expect(await h().run(getForUpdate(b.id, webhookEndpointRecord(b.id).id))).toBeUndefined()
+      })
+
+      it("holds the row until the transaction ends: another transaction's getForUpdate waits, then reads what it wrote (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const { tenant } = await h().run(seedTenant)
+        const endpoint = webhookEndpointRecord(tenant.id)
+        await h().run(insertAll([endpoint]))
+        // Each transaction counts one more failure on the row it read, as recording an attempt does.
+        const countFailure = (read: WebhookEndpointRecord | undefined) =>
+          WebhookEndpointStore.use((s) => s.update(tenant.id, { ...read!, consecutive_failures: read!.consecutive_failures + 1 }))
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: getForUpdate(tenant.id, endpoint.id),
+          finish: countFailure,
+          contend: Effect.tap(getForUpdate(tenant.id, endpoint.id), countFailure)
+        }))
+
+        expect(Option.isNone(whileHeld)).toBe(true)
+        expect(after?.consecutive_failures).toBe(1)
+        expect(await h().stored.webhookEndpoints(tenant.id)).toEqual([{ ...endpoint, consecutive_failures: 2 }])
+      })
+    })
+
+    describe("claimDueChecks", () => {
+      // Claims are not scoped by tenant: each test keeps to the endpoints it made, and claims far more than exist.
+      const claimChecks = async (mine: ReadonlyArray<WebhookEndpointRecord>, now: string, leaseUntil: string, limit = 10_000) => {
+        const ids = new Set(mine.map((e) => e.id))
+        const claimed = await h().run(WebhookEndpointStore.use((s) => s.claimDueChecks(now, leaseUntil, limit)))
+        return claimed.filter((e) => ids.has(e.id))
+      }
+
+      it("leases suspended endpoints whose re-verification is due, and no others", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const dueNow = suspendedUntil(tenant.id, "2026-11-22T12:00:00.000Z")
+        const dueLater = suspendedUntil(tenant.id, "2026-11-22T12:00:00.001Z")
+        const active = webhookEndpointRecord(tenant.id)
+        await h().run(insertAll([dueNow, dueLater, active]))
+
+        expect(await claimChecks([dueNow, dueLater, active], "2026-11-22T12:00:00.000Z", "2026-11-22T12:05:00.000Z"))
+          .toEqual([dueNow])
+        // The lease belongs to the claim, not to the endpoint.
+        expect(await h().stored.webhookEndpoints(tenant.id)).toEqual([dueNow, dueLater, active].sort(byId))
+      })
+
+      it("leases each due endpoint to one checker until the lease passes, then again", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const due = suspendedUntil(tenant.id, "2026-11-22T12:00:00.000Z")
+        await h().run(insertAll([due]))
+
+        expect(await claimChecks([due], "2026-11-22T12:00:00.000Z", "2026-11-22T12:05:00.000Z")).toEqual([due])
+        expect(await claimChecks([due], "2026-11-22T12:04:59.999Z", "2026-11-22T12:10:00.000Z")).toEqual([])
+        expect(await claimChecks([due], "2026-11-22T12:05:00.000Z", "2026-11-22T12:10:00.000Z")).toEqual([due])
+      })
+
+      it("gives two concurrent claims disjoint endpoints (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const { tenant } = await h().run(seedTenant)
+        // Due long before any other test's endpoints, so the claims reach these first.
+        const due = Array.from({ length: 40 }, (_, i) => suspendedUntil(tenant.id, `2000-01-01T00:00:${String(i).padStart(2, "0")}.000Z`))
+        await h().run(insertAll(due))
+        const ids = new Set(due.map((e) => e.id))
+
+        const [a, b] = await h().run(Effect.all([
+          WebhookEndpointStore.use((s) => s.claimDueChecks("2026-11-22T12:00:00.000Z", "2099-01-01T00:00:00.000Z", 30)),
+          WebhookEndpointStore.use((s) => s.claimDueChecks("2026-11-22T12:00:00.000Z", "2099-01-01T00:00:00.000Z", 30))
+        ], { concurrency: 2 }))
+        const claimed = [...a, ...b].filter((e) => ids.has(e.id)).map((e) => e.id)
+        expect(new Set(claimed).size).toBe(claimed.length)
+        expect(claimed.sort()).toEqual([...ids].sort())
+      })
+    })
+  }
+})

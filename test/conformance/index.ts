@@ -1,12 +1,14 @@
 /**
- * omnichannel-core/testing: the conformance suite every storage adapter must pass.
+ * omnichannel-core/testing: the conformance suites every storage adapter must pass, one per port and
+ * one per promise that spans ports. Each suite's type says which ports its layer must provide and
+ * which direct readers of stored rows it needs; `storageConformance` runs them all on one database.
  *
  * ```ts
- * import { storageConformance } from "omnichannel-core/testing"
- * storageConformance("my-store", async () => ({ layer, capabilities: { concurrentConnections: true }, close }))
+ * import { contactStoreSuite, storageConformance } from "omnichannel-core/testing"
+ * contactStoreSuite("my contacts", async () => ({ layer, capabilities, storedRows: { contacts }, close }))
+ * storageConformance("my adapter", async () => ({ layer, capabilities, storedRows, close }))
  * ```
  */
-import { afterAll, beforeAll, describe } from "vitest"
 import { accountStoreSuite } from "./AccountStoreSuite.ts"
 import { apiKeyStoreSuite } from "./ApiKeyStoreSuite.ts"
 import { atomicitySuite } from "./AtomicitySuite.ts"
@@ -14,46 +16,59 @@ import { channelStoreSuite } from "./ChannelStoreSuite.ts"
 import { concurrencySuite } from "./ConcurrencySuite.ts"
 import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
-import { type Harness, makeHarness } from "./Harness.ts"
+import { describeOpened, type Suite } from "./Harness.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
-import type { StorageAdapter } from "./StorageAdapter.ts"
+import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
 import { tenantStoreSuite } from "./TenantStoreSuite.ts"
+import { transactorSuite } from "./TransactorSuite.ts"
 import { uniqueViolationSuite } from "./UniqueViolationSuite.ts"
 import { webhookDeliveryStoreSuite } from "./WebhookDeliveryStoreSuite.ts"
 import { webhookEndpointStoreSuite } from "./WebhookEndpointStoreSuite.ts"
+import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 
-export type { StorageAdapter, StorageCapabilities, StoredRows } from "./StorageAdapter.ts"
+export type { Suite } from "./Harness.ts"
+export type { StorageAdapter, StorageCapabilities, StoredOutboxEvent, StoredRows, StoredTable } from "./StorageAdapter.ts"
+export {
+  accountStoreSuite,
+  apiKeyStoreSuite,
+  atomicitySuite,
+  channelStoreSuite,
+  concurrencySuite,
+  connectTokenStoreSuite,
+  contactStoreSuite,
+  outboxStoreSuite,
+  tenantIsolationSuite,
+  tenantStoreSuite,
+  transactorSuite,
+  uniqueViolationSuite,
+  webhookDeliveryStoreSuite,
+  webhookEndpointStoreSuite
+}
+
+// Every suite, in the order `storageConformance` runs them (the delivery store's last, as it always ran).
+const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
+  accountStoreSuite,
+  tenantStoreSuite,
+  apiKeyStoreSuite,
+  contactStoreSuite,
+  outboxStoreSuite,
+  channelStoreSuite,
+  connectTokenStoreSuite,
+  webhookEndpointStoreSuite,
+  tenantIsolationSuite,
+  atomicitySuite,
+  transactorSuite,
+  concurrencySuite,
+  uniqueViolationSuite,
+  webhookDeliveryStoreSuite
+]
 
 /**
- * Registers the whole suite under `describe(name)`: `open` is called once before it (for a
- * migrated database) and the adapter closed after it.
+ * Registers every suite under `describe(name)`, against one database: `open` is called once before
+ * them (for a migrated database, every port and every reader) and the adapter closed after them.
  */
-export const storageConformance = (name: string, open: () => Promise<StorageAdapter>): void => {
-  describe(name, () => {
-    let harness: Harness | undefined
-    beforeAll(async () => {
-      harness = makeHarness(await open())
-    })
-    afterAll(async () => {
-      await harness?.close()
-    })
-    const current = (): Harness => {
-      if (harness === undefined) throw new Error(`storage adapter ${name} did not open`)
-      return harness
-    }
-    accountStoreSuite(current)
-    tenantStoreSuite(current)
-    apiKeyStoreSuite(current)
-    contactStoreSuite(current)
-    outboxStoreSuite(current)
-    channelStoreSuite(current)
-    connectTokenStoreSuite(current)
-    webhookEndpointStoreSuite(current)
-    tenantIsolationSuite(current)
-    atomicitySuite(current)
-    concurrencySuite(current)
-    uniqueViolationSuite(current)
-    webhookDeliveryStoreSuite(current)
+export const storageConformance = (name: string, open: () => Promise<StorageAdapter>): void =>
+  describeOpened(name, open, (adapter) => {
+    for (const suite of EVERY_SUITE) suite.register(adapter)
   })
-}

@@ -1,0 +1,132 @@
+// Type imports only: the built-package test loads this file next to the suite and adapter from dist/.
+import type { Kysely } from "kysely"
+import type { Database } from "../../adapters/kysely/Database.ts"
+import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
+import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
+import type { RetryStrategy } from "../../src/ports/WebhookEndpointStore.ts"
+import type { StoredRows } from "./StorageAdapter.ts"
+
+// Database.ts documents the stored form: booleans as 0/1 integers, structured values as JSON text.
+// Decoding here, independently of the stores, also checks that rows are stored in that form.
+const flag = (value: number): boolean => {
+  if (value !== 0 && value !== 1) throw new Error(`a stored flag must be 0 or 1, found ${JSON.stringify(value)}`)
+  return value === 1
+}
+
+const json = (text: string): unknown => {
+  if (typeof text !== "string") throw new Error(`a stored JSON value must be text, found ${typeof text}`)
+  return JSON.parse(text)
+}
+
+const oneOf = <const A extends string>(what: string, allowed: ReadonlyArray<A>) => (value: string): A => {
+  if (!(allowed as ReadonlyArray<string>).includes(value)) {
+    throw new Error(`a stored ${what} must be one of ${allowed.join(", ")}, found ${JSON.stringify(value)}`)
+  }
+  return value as A
+}
+const channelStatus = oneOf("channel status", ["active", "disconnected"])
+const sourceFilterMode = oneOf("source_filter_mode", ["all", "selected"])
+const retryStrategy = oneOf<RetryStrategy>("retry_strategy", ["exponential", "linear", "none"])
+const deliveryStatus = oneOf<DeliveryStatus>("delivery status", ["pending", "success", "failed", "retrying", "dead_letter", "queued"])
+
+/** An integer column as a number: PostgreSQL hands BIGINT back as text unless told otherwise. */
+const integer = (value: number | string): number => {
+  const n = Number(value)
+  if (!Number.isSafeInteger(n)) throw new Error(`a stored integer must be one, found ${JSON.stringify(value)}`)
+  return n
+}
+const integerOrNull = (value: number | string | null): number | null => (value === null ? null : integer(value))
+
+const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
+
+// The columns of each record, named so a column added for other uses (a claim's lease) is not read.
+const WEBHOOK_ENDPOINT_COLUMNS = [
+  "id", "tenant_id", "name", "url", "secret", "authorization_header", "subscribed_events", "source_filter_mode",
+  "filtered_channel_ids", "filtered_email_integration_ids", "retry_strategy", "max_retries", "timeout_seconds",
+  "is_active", "is_verified", "consecutive_failures", "suspended_at", "next_reactivation_at", "reactivation_attempts",
+  "permanently_deactivated_at", "last_success_at", "last_failure_at", "last_error", "created_at", "updated_at"
+] as const
+const WEBHOOK_DELIVERY_COLUMNS = [
+  "id", "tenant_id", "webhook_endpoint_id", "event_id", "event_type", "envelope", "outbox_seq", "previous_delivery_id",
+  "created_at", "status", "attempt_number", "max_retries", "retry_strategy", "next_retry_at", "completed_at",
+  "response_status_code", "response_time_ms", "error_message"
+] as const
+
+/** The Kysely adapter's rows as stored, read with plain queries on the root handle (never through the stores). */
+export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
+  user: (id) => db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst(),
+  billingAccount: (id) => db.selectFrom("billing_accounts").selectAll().where("id", "=", id).executeTakeFirst(),
+  tenant: async (id) => {
+    const row = await db.selectFrom("tenants").selectAll().where("id", "=", id).executeTakeFirst()
+    return row && {
+      ...row,
+      is_trial: flag(row.is_trial),
+      is_active: flag(row.is_active),
+      ai_features_enabled: flag(row.ai_features_enabled),
+      multi_agent_mode: flag(row.multi_agent_mode),
+      sms_enabled: flag(row.sms_enabled)
+    }
+  },
+  apiKey: async (lookup) => {
+    const row = await db.selectFrom("api_keys").selectAll().where("lookup", "=", lookup).executeTakeFirst()
+    return row && { ...row, scopes: json(row.scopes) as Array<string>, is_parent: flag(row.is_parent) }
+  },
+  contacts: async (tenantId) => {
+    const rows = await db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, custom_fields: json(row.custom_fields) as Record<string, unknown> }))
+  },
+  outboxEvents: async (tenantId) => {
+    const rows = await db.selectFrom("outbox_events")
+      .select(["seq", "id", "type", "event_id", "created_at", "tenant_id", "data", "fanned_out_at"])
+      .where("tenant_id", "=", tenantId).orderBy("seq").execute()
+    return rows.map(({ seq, fanned_out_at, data, ...envelope }) => ({
+      seq: integer(seq),
+      event: { ...envelope, data: json(data) as Record<string, unknown> },
+      fanned_out_at
+    }))
+  },
+  channels: async (tenantId) => {
+    const rows = await db.selectFrom("channels").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      status: channelStatus(row.status),
+      config: json(row.config) as Record<string, string>,
+      secrets: json(row.secrets) as Record<string, string>
+    }))
+  },
+  connectTokens: async (tenantId) => {
+    const rows = await db.selectFrom("connect_tokens").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, allowed_channel_types: json(row.allowed_channel_types) as Array<string> }))
+  },
+  webhookEndpoints: async (tenantId) => {
+    const rows = await db.selectFrom("webhook_endpoints").select(WEBHOOK_ENDPOINT_COLUMNS).where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      subscribed_events: json(row.subscribed_events) as Array<string>,
+      source_filter_mode: sourceFilterMode(row.source_filter_mode),
+      filtered_channel_ids: jsonList(row.filtered_channel_ids),
+      filtered_email_integration_ids: jsonList(row.filtered_email_integration_ids),
+      retry_strategy: retryStrategy(row.retry_strategy),
+      is_active: flag(row.is_active),
+      is_verified: flag(row.is_verified)
+    }))
+  },
+  webhookDeliveries: async (tenantId) => {
+    const rows = await db.selectFrom("webhook_deliveries").select(WEBHOOK_DELIVERY_COLUMNS).where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      envelope: json(row.envelope) as EventEnvelope,
+      outbox_seq: integer(row.outbox_seq),
+      status: deliveryStatus(row.status),
+      retry_strategy: retryStrategy(row.retry_strategy),
+      attempt_number: integer(row.attempt_number),
+      max_retries: integer(row.max_retries),
+      response_status_code: integerOrNull(row.response_status_code),
+      response_time_ms: integerOrNull(row.response_time_ms)
+    }))
+  },
+  fanOutLease: async (id) => {
+    const row = await db.selectFrom("webhook_fanout_leases").selectAll().where("id", "=", id).executeTakeFirst()
+    return row && { ...row, seqs: (json(row.seqs) as Array<number | string>).map(integer).sort((a, b) => a - b) }
+  }
+})

@@ -1,0 +1,181 @@
+import { Effect, Exit, Option, Schema } from "effect"
+import { expect, it } from "vitest"
+import { AccountStore } from "../../src/ports/AccountStore.ts"
+import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { ChannelStore } from "../../src/ports/ChannelStore.ts"
+import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
+import { ContactStore } from "../../src/ports/ContactStore.ts"
+import { OutboxStore } from "../../src/ports/OutboxStore.ts"
+import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
+import { TenantStore } from "../../src/ports/TenantStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
+import { WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
+import { WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
+import { at, deliveryRecord } from "./DeliveryFixtures.ts"
+import {
+  apiKeyRecord,
+  billingAccountRecord,
+  channelRecord,
+  connectTokenRecord,
+  contactRecord,
+  outboxEvent,
+  tenantRecord,
+  userRecord,
+  webhookEndpointRecord
+} from "./Fixtures.ts"
+import { eventsOf, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+import type { StoredTable } from "./StorageAdapter.ts"
+
+/** The failure a use case raises after writing, to see whether its writes survive. */
+class UseCaseFailed extends Schema.TaggedError<UseCaseFailed>()("UseCaseFailed", {}) {}
+
+const CHANGED_AT = "2026-11-23T09:00:00.000Z"
+
+/** The readers the Transactor suite checks with: every table's but the fan-out leases'. */
+type EveryTable = Exclude<StoredTable, "fanOutLease">
+
+/**
+ * A new row for every port, one tenant's. The delivery is finished and the endpoint active, so no
+ * other suite's claim takes them up.
+ */
+const rowsOfEveryPort = () => {
+  const user = userRecord()
+  const account = billingAccountRecord(user.id)
+  const tenant = tenantRecord(account.id)
+  const endpoint = webhookEndpointRecord(tenant.id)
+  return {
+    user,
+    account,
+    tenant,
+    apiKey: apiKeyRecord(tenant.id),
+    contact: contactRecord(tenant.id),
+    event: outboxEvent(tenant.id),
+    channel: channelRecord(tenant.id),
+    connectToken: connectTokenRecord(tenant.id),
+    endpoint,
+    delivery: deliveryRecord(endpoint, { status: "success", attempt_number: 1, completed_at: at("12:00:01.000") })
+  }
+}
+type Rows = ReturnType<typeof rowsOfEveryPort>
+
+/** Stores `rows` through every port. */
+const insertEvery = (rows: Rows) =>
+  Effect.gen(function*() {
+    yield* AccountStore.use((s) => Effect.andThen(s.insertUser(rows.user), s.insertBillingAccount(rows.account)))
+    yield* TenantStore.use((s) => s.insert(rows.tenant))
+    yield* ApiKeyStore.use((s) => s.insert(rows.apiKey))
+    yield* ContactStore.use((s) => s.insert(rows.contact))
+    yield* OutboxStore.use((s) => s.append([rows.event]))
+    yield* ChannelStore.use((s) => s.insert(rows.channel))
+    yield* ConnectTokenStore.use((s) => s.insert(rows.connectToken))
+    yield* WebhookEndpointStore.use((s) => s.insert(rows.endpoint))
+    yield* WebhookDeliveryStore.use((s) => s.insertMany([rows.delivery]))
+  })
+
+/** Changes `rows` through every port that changes rows, and reports whether each change found its row. */
+const changeEvery = (rows: Rows) =>
+  Effect.all({
+    tenant: TenantStore.use((s) => s.setSmsEnabled(rows.tenant.id, true, CHANGED_AT)),
+    apiKey: ApiKeyStore.use((s) => s.revoke(rows.apiKey.id, CHANGED_AT)).pipe(Effect.map(Option.isSome)),
+    contact: ContactStore.use((s) => s.update(rows.tenant.id, { ...rows.contact, name: "Changed" })),
+    channel: ChannelStore.use((s) => s.update(rows.tenant.id, { ...rows.channel, name: "Changed" })),
+    connectToken: ConnectTokenStore.use((s) => s.compareAndSet(rows.connectToken, { ...rows.connectToken, uses_count: 1 })),
+    endpoint: WebhookEndpointStore.use((s) => s.update(rows.tenant.id, { ...rows.endpoint, name: "Changed" })),
+    delivery: WebhookDeliveryStore.use((s) => s.saveMany([{ state: { ...rows.delivery, status: "failed" } }]))
+      .pipe(Effect.map((written) => written.has(rows.delivery.id)))
+  })
+
+/** Whether each change of `changeEvery` found its row: all of them. */
+const EVERY_CHANGE = { tenant: true, apiKey: true, contact: true, channel: true, connectToken: true, endpoint: true, delivery: true }
+
+/** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
+const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
+  user: await h().stored.user(rows.user.id),
+  account: await h().stored.billingAccount(rows.account.id),
+  tenant: await h().stored.tenant(rows.tenant.id),
+  apiKey: await h().stored.apiKey(rows.apiKey.lookup),
+  contacts: await h().stored.contacts(rows.tenant.id),
+  events: eventsOf(await h().stored.outboxEvents(rows.tenant.id)),
+  channels: await h().stored.channels(rows.tenant.id),
+  connectTokens: await h().stored.connectTokens(rows.tenant.id),
+  endpoints: await h().stored.webhookEndpoints(rows.tenant.id),
+  deliveries: await h().stored.webhookDeliveries(rows.tenant.id)
+})
+
+/** `rows` as `storedOf` reads them once stored. */
+const asStored = (rows: Rows) => ({
+  user: rows.user,
+  account: rows.account,
+  tenant: rows.tenant,
+  apiKey: rows.apiKey,
+  contacts: [rows.contact],
+  events: [rows.event],
+  channels: [rows.channel],
+  connectTokens: [rows.connectToken],
+  endpoints: [rows.endpoint],
+  deliveries: [rows.delivery]
+})
+
+const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
+
+/** Transactor: one transaction spans every port; it commits all their writes, or on failure none. */
+export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
+  name: "Transactor",
+  tables: [
+    "user",
+    "billingAccount",
+    "tenant",
+    "apiKey",
+    "contacts",
+    "outboxEvents",
+    "channels",
+    "connectTokens",
+    "webhookEndpoints",
+    "webhookDeliveries"
+  ],
+  tests: (h) => {
+    it("commits the rows every port wrote in one transaction, together", async () => {
+      const rows = rowsOfEveryPort()
+
+      await h().run(inTransaction(insertEvery(rows)))
+
+      expect(await storedOf(h, rows)).toEqual(asStored(rows))
+    })
+
+    it("keeps none of the rows any port inserted when the transaction fails", async () => {
+      const rows = rowsOfEveryPort()
+
+      const exit = await h().exit(inTransaction(Effect.andThen(insertEvery(rows), Effect.fail(new UseCaseFailed()))))
+
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(await storedOf(h, rows)).toEqual({
+        user: undefined,
+        account: undefined,
+        tenant: undefined,
+        apiKey: undefined,
+        contacts: [],
+        events: [],
+        channels: [],
+        connectTokens: [],
+        endpoints: [],
+        deliveries: []
+      })
+    })
+
+    it("keeps every row any port changed as it was when the transaction fails", async () => {
+      const rows = rowsOfEveryPort()
+      await h().run(insertEvery(rows))
+      let changed: typeof EVERY_CHANGE | undefined
+
+      const exit = await h().exit(inTransaction(Effect.gen(function*() {
+        changed = yield* changeEvery(rows)
+        return yield* new UseCaseFailed()
+      })))
+
+      expect(Exit.isFailure(exit)).toBe(true)
+      // Every change took effect inside the transaction, so what survives is the rollback's doing.
+      expect(changed).toEqual(EVERY_CHANGE)
+      expect(await storedOf(h, rows)).toEqual(asStored(rows))
+    })
+  }
+})
