@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT } from "../support/Host.ts"
@@ -20,9 +20,12 @@ beforeAll(async () => {
     cwd: ROOT
   })
   cpSync(join(ROOT, "package.json"), join(installed, "package.json"))
-  // Peers, and `undici`, the dependency npm installs with the package.
-  for (const peer of ["effect", "kysely", "better-sqlite3", "pg", "@types", "undici"]) {
-    symlinkSync(join(ROOT, "node_modules", peer), join(app, "node_modules", peer))
+  // The dependencies npm installs with the package, and the peers the application provides
+  // (vitest for omnichannel-core/testing).
+  const { dependencies } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> }
+  for (const name of [...Object.keys(dependencies), "effect", "kysely", "better-sqlite3", "pg", "vitest", "@types"]) {
+    mkdirSync(dirname(join(app, "node_modules", name)), { recursive: true })
+    symlinkSync(join(ROOT, "node_modules", name), join(app, "node_modules", name))
   }
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", type: "module", private: true }))
 }, 180_000)
@@ -129,6 +132,39 @@ describe("the built package, imported by name", () => {
     `)
     const { stdout } = await run(process.execPath, ["outbound.mjs"], { cwd: app })
     expect(JSON.parse(stdout)).toEqual({ status: 202, body: "got ping", refused: "UrlNotAllowed" })
+  }, 60_000)
+
+  it("runs the published conformance suite on the published Kysely adapter, from an application's own test", async () => {
+    // The readers of stored rows are the application's to write; this one borrows the repository's,
+    // which import types only, so the suite and the adapter under test are dist's alone.
+    writeFileSync(join(app, "conformance.test.mjs"), `
+      import { storageConformance } from "omnichannel-core/testing"
+      import { layer, migrate, openSqlite } from "omnichannel-core/kysely"
+      import { kyselyStoredRows } from ${JSON.stringify(join(ROOT, "test", "conformance", "KyselyStoredRows.ts"))}
+      storageConformance("Kysely storage from dist/ on SQLite", async () => {
+        const db = openSqlite(":memory:")
+        await migrate(db, "sqlite")
+        return { layer: layer(db, "sqlite"), capabilities: { concurrentConnections: false }, storedRows: kyselyStoredRows(db), close: () => db.destroy() }
+      })
+    `)
+    writeFileSync(join(app, "vitest.config.mjs"), `export default { test: { include: ["conformance.test.mjs"] } }`)
+    const vitest = join(ROOT, "node_modules", "vitest", "vitest.mjs")
+    await run(process.execPath, [vitest, "run", "--config", "vitest.config.mjs", "--reporter", "json", "--outputFile", "report.json"], {
+      cwd: app
+    }).catch((error: { stdout: string; stderr: string }) => {
+      throw new Error(`the suite failed from dist/:\n${error.stderr}`)
+    })
+    const report = JSON.parse(readFileSync(join(app, "report.json"), "utf8")) as {
+      numPassedTests: number
+      numFailedTests: number
+      numPendingTests: number
+      testResults: ReadonlyArray<{ assertionResults: ReadonlyArray<{ fullName: string }> }>
+    }
+    const names = report.testResults.flatMap((file) => file.assertionResults.map((test) => test.fullName))
+    expect(report.numFailedTests).toBe(0)
+    expect(report.numPassedTests).toBeGreaterThan(100)
+    expect(names).toContainEqual(expect.stringContaining("Kysely storage from dist/ on SQLite ContactStore"))
+    expect(names).toContainEqual(expect.stringContaining("Kysely storage from dist/ on SQLite WebhookDeliveryStore"))
   }, 60_000)
 
   it("type-checks an application against the published declarations", async () => {
