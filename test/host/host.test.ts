@@ -1,11 +1,13 @@
 import { mkdtempSync, rmSync, existsSync } from "node:fs"
-import { request } from "node:http"
+import { createServer, request } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
+import { waitUntil } from "../support/Poll.ts"
 
 
 describe.each(hostBackends)("the reference host on $name", (backend) => {
@@ -113,22 +115,32 @@ describe.each(hostBackends)("the reference host on $name", (backend) => {
     const boot = await admin(env, "bootstrap")
     const url = new URL("/api/v1/contacts", host.url)
     const body = JSON.stringify({ name: "Late arrival" })
+    const req = request(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${boot.api_key}`,
+        "content-type": "application/json",
+        "content-length": body.length,
+        expect: "100-continue"
+      }
+    })
     const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${boot.api_key}`, "content-type": "application/json", "content-length": body.length }
-      }, (res) => {
+      req.on("response", (res) => {
         let text = ""
         res.on("data", (c: Buffer) => (text += c.toString()))
         res.on("end", () => resolve({ status: res.statusCode ?? 0, text }))
       })
       req.on("error", reject)
-      // Half the body now; the rest after the host was told to stop.
-      req.write(body.slice(0, 5))
-      setTimeout(() => req.end(body.slice(5)), 500)
     })
-    await new Promise((r) => setTimeout(r, 200))
+    // Node's server answers 100 Continue as it hands the request to the host: it is in flight from then.
+    const inFlight = new Promise<void>((resolve) => req.once("continue", () => resolve()))
+    req.flushHeaders()
+    await inFlight
+    // Half the body now; the rest once the host says it is stopping.
+    req.write(body.slice(0, 5))
     const exited = host.stop()
+    await waitUntil("the host is stopping", () => host.output().includes("SIGTERM received"))
+    req.end(body.slice(5))
     const answer = await response
     expect(answer.status).toBe(201)
     expect(JSON.parse(answer.text)).toMatchObject({ name: "Late arrival", tenant_id: boot.tenant_id })
@@ -157,6 +169,22 @@ describe("the reference host's defaults", () => {
 
   it("refuses to start with a bad setting, naming it", async () => {
     await expect(startHost({ OMNI_WORKERS: "many" })).rejects.toThrow(/OMNI_WORKERS must be a whole number/)
+  })
+
+  it("exits 1 with a message when its port is taken, having closed its database", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "omni-port-taken-"))
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = String((taken.address() as AddressInfo).port)
+      await expect(startHost({ OMNI_DATA_DIR: dir, DATABASE_URL: "", PORT: port }))
+        .rejects.toThrow(/host exited with 1 before listening:\s*could not start: .*EADDRINUSE/)
+      // The last connection to close removes the write-ahead log.
+      expect(existsSync(join(dir, "omnichannel.sqlite-wal"))).toBe(false)
+    } finally {
+      taken.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 

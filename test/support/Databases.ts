@@ -5,6 +5,7 @@ import type { Dialect } from "../../adapters/kysely/Migrations.ts"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { eventually } from "./Poll.ts"
 
 /** `PG_URL` when the run has a real PostgreSQL (CI always sets it). */
 export const PG_URL = process.env.PG_URL
@@ -30,11 +31,10 @@ export const createPostgresDatabase = async (
       await client.connect()
       // pg's Pool.end() resolves before its clients have hung up; forcing the drop while one is still
       // closing makes that client emit an unhandled FATAL error. Give them a moment to go first.
-      for (let waited = 0; waited < 2_000; waited += 20) {
+      await eventually(2_000, async () => {
         const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [name])
-        if (rows[0].n === 0) break
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+        return rows[0].n === 0
+      }, 20)
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await client.end()
     }

@@ -1,8 +1,9 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { type ManualClock, makeManualClock } from "../../adapters/clock/ManualClock.ts"
 import { layer as kyselyLayer } from "../../adapters/kysely/KyselyStorage.ts"
 import { make, type Omnichannel, type OmnichannelOptions } from "../../src/app/Omnichannel.ts"
 import { type Bootstrapped, Operator } from "../../src/auth/Operator.ts"
+import { OutboxNotices, type OutboxNoticesService } from "../../src/ports/OutboxNotices.ts"
 import type { TestDatabase } from "./Databases.ts"
 
 /** The library running in-process over a test database, with a manual clock. */
@@ -22,12 +23,24 @@ export interface TestApp {
 }
 
 /** What a test may add to `make`'s options, e.g. `{ providers: simulatedProviders, publicUrl: "http://connect.test" }`. */
-export type TestAppOptions = Omit<OmnichannelOptions<never>, "storage" | "clock">
+export type TestAppOptions = Omit<OmnichannelOptions<never>, "storage" | "clock"> & {
+  /**
+   * Other processes' commits as a storage that hears of them would report them. Workers subscribe
+   * at their first wait for work, so a test learns from `subscribe` that a worker's first look is over.
+   */
+  readonly outboxNotices?: OutboxNoticesService
+}
 
 /** Starts the library over `database` (which the returned `close` also closes). */
 export const startTestApp = async (database: TestDatabase, options: TestAppOptions = {}): Promise<TestApp> => {
+  const { outboxNotices, ...makeOptions } = options
   const clock = makeManualClock(Date.parse("2026-11-22T12:00:00.000Z"))
-  const app = await make({ ...options, storage: kyselyLayer(database.db, database.dialect), clock: clock.clock })
+  const storage = kyselyLayer(database.db, database.dialect)
+  const app = await make({
+    ...makeOptions,
+    storage: outboxNotices === undefined ? storage : Layer.merge(storage, Layer.succeed(OutboxNotices, outboxNotices)),
+    clock: clock.clock
+  })
   return {
     app,
     clock,
