@@ -7,6 +7,7 @@ import * as WebhookEndpoints from "./migrations/2026_11_22_0003_webhook_endpoint
 import * as WebhookDeliveries from "./migrations/2026_11_22_0004_webhook_deliveries.ts"
 import * as WebhookClaimIndexes from "./migrations/2026_11_22_0005_webhook_claim_indexes.ts"
 import * as WebhookFanOutLeases from "./migrations/2026_11_24_0006_webhook_fanout_leases.ts"
+import * as OutboxUnfannedPartialIndex from "./migrations/2026_11_24_0007_outbox_unfanned_partial_index.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -20,7 +21,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_22_0003_webhook_endpoints", WebhookEndpoints.up],
   ["2026_11_22_0004_webhook_deliveries", WebhookDeliveries.up],
   ["2026_11_22_0005_webhook_claim_indexes", WebhookClaimIndexes.up],
-  ["2026_11_24_0006_webhook_fanout_leases", WebhookFanOutLeases.up]
+  ["2026_11_24_0006_webhook_fanout_leases", WebhookFanOutLeases.up],
+  ["2026_11_24_0007_outbox_unfanned_partial_index", OutboxUnfannedPartialIndex.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.
