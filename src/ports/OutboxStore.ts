@@ -11,8 +11,12 @@ export class OutboxStore extends Context.Service<OutboxStore, {
     tenantId: string,
     options: { readonly limit: number; readonly offset?: number; readonly type?: string }
   ) => Effect.Effect<ReadonlyArray<EventEnvelope>, StorageError>
-  /** The events with these sequence numbers, in append order; missing ones are left out. */
-  readonly getBySeqs: (
+  /**
+   * The events of a fan-out batch being taken over (`WebhookDeliveryStore.claimExpiredFanOuts`):
+   * those with these sequence numbers, in append order, whatever their tenants, each carrying its
+   * `tenant_id`; missing ones are left out. Background work only: nothing a tenant asks reaches it.
+   */
+  readonly getForFanOut: (
     seqs: ReadonlyArray<number>
   ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
 }>()("omnichannel-core/ports/OutboxStore") {}

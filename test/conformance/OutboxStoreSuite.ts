@@ -80,9 +80,9 @@ export const outboxStoreSuite: Suite<OutboxStore, "outboxEvents"> = makeSuite({
       const stored = await h().stored.outboxEvents(tenantId)
       const seqs = stored.map((row) => row.seq)
 
-      const read = await h().run(OutboxStore.use((s) => s.getBySeqs([seqs[3]!, seqs[0]!, seqs[3]! + 1_000_000])))
+      const read = await h().run(OutboxStore.use((s) => s.getForFanOut([seqs[3]!, seqs[0]!, seqs[3]! + 1_000_000])))
       expect(read).toEqual([{ seq: seqs[0], event: events[0] }, { seq: seqs[3], event: events[3] }])
-      expect(await h().run(OutboxStore.use((s) => s.getBySeqs([])))).toEqual([])
+      expect(await h().run(OutboxStore.use((s) => s.getForFanOut([])))).toEqual([])
     })
 
     it("accepts an empty batch and stores nothing", async () => {

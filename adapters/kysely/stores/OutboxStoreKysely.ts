@@ -35,7 +35,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
           if (options.type !== undefined) q = q.where("type", "=", options.type)
           return q.orderBy("seq").limit(options.limit).offset(options.offset ?? 0).execute()
         }).pipe(Effect.map((rows): ReadonlyArray<EventEnvelope> => rows.map(toEvent))),
-      getBySeqs: (seqs) =>
+      getForFanOut: (seqs) =>
         seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
           db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
             .where("seq", "in", [...seqs]).orderBy("seq").execute())

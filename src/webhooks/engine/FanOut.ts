@@ -142,7 +142,7 @@ export const makeFanOut = Effect.gen(function*() {
         const recovered = yield* underLease(lease, Effect.gen(function*() {
           const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
           const wanted: Array<readonly [WebhookEndpointRecord, EventEnvelope, number]> = []
-          for (const { event, seq } of yield* outbox.getBySeqs(lease.seqs)) {
+          for (const { event, seq } of yield* outbox.getForFanOut(lease.seqs)) {
             for (const endpoint of yield* endpointsOf(byTenant, event.tenant_id)) {
               // An endpoint made after the fan-out never wanted the event.
               if (endpoint.created_at > lease.fanned_at || !wants(endpoint, event)) continue
