@@ -13,8 +13,9 @@ export const LISTENER_NAME = "omnichannel-core outbox listener"
 /**
  * Other processes' outbox commits on PostgreSQL through LISTEN/NOTIFY, on one connection of its own
  * (outside the pool, which it would otherwise hold forever), opened when the first subscriber comes
- * and closed when the last one goes. A lost connection is opened again after a second; once back,
- * subscribers are told once, for whatever was committed meanwhile.
+ * and closed when the last one goes. A lost connection is opened again after a second. Each time it
+ * starts listening (at first and after every reconnection) subscribers are told once, for whatever
+ * was committed before it listened.
  */
 export const makeOutboxNotices = (
   connectionString: string

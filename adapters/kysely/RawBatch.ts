@@ -41,7 +41,8 @@ const integerArray = (column: ReadonlyArray<unknown>): string | ReadonlyArray<un
 
 /**
  * A statement over rows of `columns.length` values: `text(rows)` places `rows`, a query yielding
- * them in column order (`VALUES …` or `SELECT * FROM unnest(…)`), e.g.
+ * them in column order (`VALUES …` on SQLite; on PostgreSQL `SELECT * FROM ROWS FROM (…)` over one
+ * `unnest` of an array per number column and one `json_array_elements_text` per text column), e.g.
  * `INSERT INTO t (a, b) ${rows}` or `… WHERE id IN (${rows})`. `types` gives PostgreSQL's type of a
  * column (default `text`).
  */

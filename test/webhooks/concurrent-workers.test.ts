@@ -8,6 +8,7 @@ import type { Notification } from "../../src/ports/Notifier.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import { type Certificate, hasOpenssl, makeCertificate } from "../outbound/LocalServers.ts"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
+import { waitUntil } from "../support/Poll.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { type Receiver, startReceiver } from "./Receiver.ts"
 
@@ -121,10 +122,7 @@ describe.skipIf(PG_URL === undefined || !hasOpenssl)("two workers on one Postgre
       // Four requests hang (the first worker's four senders) and the fifth waits in its queue.
       const events = await emit(5)
       const firstDrain = first.app.drainDueWork()
-      for (const deadline = Date.now() + 10_000; slow.requests.length < 4;) {
-        if (Date.now() > deadline) throw new Error("the first four requests never arrived")
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await waitUntil("the first four requests arrived", () => slow.requests.length >= 4, 10_000)
       // The leases pass: the second worker takes all five over and delivers them.
       first.clock.advance(125_000)
       slow.answerWith(200)

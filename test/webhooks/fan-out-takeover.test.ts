@@ -5,6 +5,7 @@ import { type FanOutLease, WebhookDeliveryStore } from "../../src/ports/WebhookD
 import { BackgroundWork, drainDueWork } from "../../src/kernel/BackgroundWork.ts"
 import { type Certificate, hasOpenssl, makeCertificate, startServer } from "../outbound/LocalServers.ts"
 import { PG_URL } from "../support/Databases.ts"
+import { waitUntil } from "../support/Poll.ts"
 import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
 
 let certificate: Certificate
@@ -105,10 +106,7 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
       const endpoint = await tenant.createEndpoint(slow.url, { timeout_seconds: 5 })
       await tenant.createContact()
       const drained = world.drain()
-      for (const deadline = Date.now() + 10_000; slow.requests.length < 1;) {
-        if (Date.now() > deadline) throw new Error("the delivery was never sent")
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      await waitUntil("the delivery was sent", () => slow.requests.length >= 1, 10_000)
       // Not stored yet: it is stored once its attempt is over.
       expect((await tenant.deliveries(endpoint.id)).items).toEqual([])
       expect((await tenant.as("PATCH", `/webhook-endpoints/${endpoint.id}`, { is_active: false })).status).toBe(200)
@@ -161,10 +159,7 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
         ))
         await run
         // The run was cut off with its request unanswered: the request is dropped, nothing is stored.
-        for (const deadline = Date.now() + 5_000; dropped < 1;) {
-          if (Date.now() > deadline) throw new Error("the request in flight was not abandoned")
-          await new Promise((resolve) => setTimeout(resolve, 10))
-        }
+        await waitUntil("the request in flight was abandoned", () => dropped >= 1, 5_000)
         expect(server.requests).toHaveLength(1)
         expect((await tenant.deliveries(endpoint.id)).items).toEqual([])
 
