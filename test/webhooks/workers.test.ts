@@ -10,7 +10,7 @@ import { waitUntil } from "../support/Poll.ts"
 import { startWebhookApp, type WebhookApp } from "./WebhookApp.ts"
 
 // `startWorkers`: the delivery pipeline running without drains, as hosts run it.
-describe.skipIf(!hasOpenssl)("background workers", () => {
+describe.skipIf(!hasOpenssl)("background workers (needs the openssl CLI)", () => {
   let certificate: Certificate
   let hooks: WebhookApp
   let workers: Workers | undefined
