@@ -16,7 +16,7 @@ const endpointId = (params: Readonly<Record<string, string>>) => pathId(params, 
 
 const SECRET_REMINDER = "Store this signing secret now: it will not be shown again."
 
-/** The endpoints of the webhooks area (management; deliveries arrive with the dispatcher). */
+/** The management routes of webhook endpoints (their deliveries, retry and verify are `WebhookDeliveryRoutes`). */
 export const webhookEndpointRoutes = [
   route({
     method: "POST",

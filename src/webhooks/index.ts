@@ -1,4 +1,4 @@
-/** Webhooks: endpoint management, the retry schedule and the delivery and endpoint machines. */
+/** Webhooks: endpoints and their deliveries (services), the engine that delivers in the background, the retry schedule and the delivery and endpoint machines. */
 export * as DeliveryMachine from "./DeliveryMachine.ts"
 export * as EndpointMachine from "./EndpointMachine.ts"
 export { SUBSCRIBABLE_EVENT_TYPES } from "./EventTypes.ts"
