@@ -15,7 +15,7 @@ export interface Outcome {
 }
 
 /** The most of a receiver's answer that is read; the rest is cut off. */
-export const MAX_RESPONSE_BYTES = 64 * 1024
+const MAX_RESPONSE_BYTES = 64 * 1024
 
 /** The POST delivering `body` to `endpoint`, with its signature headers. */
 export const requestOf = (endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders): OutboundRequest => ({

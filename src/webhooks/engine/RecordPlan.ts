@@ -35,7 +35,7 @@ export const healthOf = (intents: ReadonlyArray<DeliveryMachine.DeliveryIntent>)
 const STATE_KEYS = Object.keys(EndpointState.fields) as ReadonlyArray<keyof EndpointState>
 
 /** How stale a stored `last_success_at` may be before a run of successes is written out. */
-export const SUCCESS_FRESHNESS_MS = 1_000
+const SUCCESS_FRESHNESS_MS = 1_000
 
 /**
  * Whether an endpoint's move from `before` to `after` must be written. Everything counts except
