@@ -28,6 +28,15 @@ export class ChannelStore extends Context.Service<ChannelStore, {
     tenantId: string,
     window: { readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
+  /**
+   * The active channels of `platform` whose provider id is `externalId`, in every tenant, newest first:
+   * the one cross-tenant read of channels, for routing what the operator sends (a payload names a
+   * phone number id, not a tenant).
+   */
+  readonly findActiveByExternalId: (
+    platform: string,
+    externalId: string
+  ) => Effect.Effect<ReadonlyArray<ChannelRecord>, StorageError>
   /** Replaces the stored channel `channel.id` of `tenantId`; `false` when it does not exist there. */
   readonly update: (tenantId: string, channel: ChannelRecord) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/ChannelStore") {}

@@ -1,0 +1,43 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** How an attachment's bytes came to the service. */
+export type AttachmentOrigin = "chatapp_media" | "upload" | "url" | "email"
+
+/** A file's record; its bytes live in the blob store under `blob_key`. */
+export interface AttachmentRecord {
+  readonly id: string
+  readonly tenant_id: string
+  /** The message carrying it; null for an upload not yet sent. */
+  readonly message_id: string | null
+  readonly conversation_id: string | null
+  /** `inbound` when a contact sent it, `outbound` when the workspace did. */
+  readonly direction: "inbound" | "outbound"
+  readonly origin: AttachmentOrigin
+  readonly filename: string
+  /** The type the bytes were checked to be. */
+  readonly content_type: string
+  readonly file_size: number
+  readonly blob_key: string
+  /** The operator's media id, for chat-app media. */
+  readonly external_id: string | null
+  readonly created_at: string
+}
+
+/** Attachment records; every method is scoped by tenant id. */
+export class AttachmentStore extends Context.Service<AttachmentStore, {
+  readonly insert: (attachment: AttachmentRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<AttachmentRecord>, StorageError>
+  /** The attachments of these messages, in creation order. */
+  readonly listByMessages: (
+    tenantId: string,
+    messageIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<AttachmentRecord>, StorageError>
+  /** Points attachments at the message that carries them. */
+  readonly attach: (
+    tenantId: string,
+    attachmentIds: ReadonlyArray<string>,
+    messageId: string,
+    conversationId: string
+  ) => Effect.Effect<void, StorageError>
+}>()("omnichannel-core/ports/AttachmentStore") {}

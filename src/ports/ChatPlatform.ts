@@ -1,0 +1,178 @@
+import { Context, type Effect, Schema } from "effect"
+
+/** What the service holds to act for a chat-app channel: the operator's ids and the channel's access token. */
+export interface ChatappCredentials {
+  readonly phoneNumberId: string
+  readonly businessAccountId: string
+  readonly accessToken: string
+}
+
+/**
+ * The closed set of ways the operator can refuse a request, read from its error object's `code`:
+ * `rate_limited` (4, 17, 32, 80007, 130429, and 131056 for one recipient), `transient` (1, 2, 131000,
+ * 131016, 131057, or `is_transient`), `auth` (0, 190, 10, 200–299), `policy` (368, 131031, 131048),
+ * `opted_out` (131050, the recipient stopped marketing messages), `template` (132000–132016), and
+ * `other` (anything else, or an answer that was not the operator's error object). A request that never
+ * got an answer (refused address, timeout, connection) is `transient` with `code` null.
+ */
+export const ChatPlatformErrorKind = Schema.Literals([
+  "rate_limited",
+  "transient",
+  "auth",
+  "policy",
+  "opted_out",
+  "template",
+  "other"
+])
+/** The closed set of ways the operator can refuse a request. */
+export type ChatPlatformErrorKind = typeof ChatPlatformErrorKind.Type
+
+/** The operator refused or failed a request: all the areas ever see of its error codes. */
+export class ChatPlatformError extends Schema.TaggedError<ChatPlatformError>()("ChatPlatformError", {
+  kind: ChatPlatformErrorKind,
+  /** The operator's `error.code`; null when no error object came back. */
+  code: Schema.NullOr(Schema.Number),
+  subcode: Schema.NullOr(Schema.Number),
+  /** The operator's `error.message`, or what went wrong on the way. */
+  message: Schema.String,
+  /** `error_user_title` / `error_user_msg`: the operator's words meant for a person. */
+  userTitle: Schema.NullOr(Schema.String),
+  userMessage: Schema.NullOr(Schema.String),
+  fbtraceId: Schema.NullOr(Schema.String),
+  /** The HTTP status of the answer; null when there was none. */
+  httpStatus: Schema.NullOr(Schema.Number)
+}) {
+  /** Whether trying the same request later may succeed. */
+  get retryable(): boolean {
+    return this.kind === "rate_limited" || this.kind === "transient"
+  }
+}
+
+/**
+ * A message to send, in the operator's own shape without `messaging_product` and `to` (the port adds
+ * them): `{ type: "text", text: { body } }`, `{ type: "template", template: {...} }`,
+ * `{ type: "interactive", interactive: {...} }`, `{ type: "image", image: { id | link, caption } }`, …
+ */
+export interface ChatappOutboundMessage {
+  readonly type: string
+  readonly [key: string]: unknown
+}
+
+/** What the operator answers to a send: its message id (`wamid.…`) and the recipient's chat-app id. */
+export interface ChatappSent {
+  readonly messageId: string
+  readonly recipientWaId: string | null
+}
+
+/** A phone number as the operator describes it (`GET /{phone_number_id}`). */
+export interface ChatappPhoneNumber {
+  readonly id: string
+  readonly displayPhoneNumber: string | null
+  readonly verifiedName: string | null
+  /** e.g. `TIER_250`, `TIER_1K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED`; null when not reported. */
+  readonly messagingLimitTier: string | null
+  /** `GREEN`, `YELLOW`, `RED` or `UNKNOWN`. */
+  readonly qualityRating: string | null
+  /** e.g. `CONNECTED`, `FLAGGED`, `RESTRICTED`. */
+  readonly status: string | null
+}
+
+/** A template of a business account as the operator returns it (its JSON, untouched but typed loosely). */
+export interface ChatappTemplate {
+  readonly id: string
+  readonly name: string
+  readonly language: string
+  readonly status: string
+  readonly category: string
+  readonly components: ReadonlyArray<Readonly<Record<string, unknown>>>
+  readonly [key: string]: unknown
+}
+
+/** One page of a listing and the cursor of the next, if any. */
+export interface ChatappPage<A> {
+  readonly items: ReadonlyArray<A>
+  readonly after: string | null
+}
+
+/** Filters of `GET /message_template_library`. */
+export interface LibraryQuery {
+  readonly search?: string
+  readonly topic?: string
+  readonly usecase?: string
+  readonly industry?: string
+  readonly language?: string
+  readonly name?: string
+}
+
+/** One entry of the operator's template library, as it returns it. */
+export interface ChatappLibraryTemplate {
+  readonly name: string
+  readonly language: string
+  readonly category: string
+  readonly topic?: string
+  readonly usecase?: string
+  readonly industry?: ReadonlyArray<string>
+  readonly header?: string
+  readonly body: string
+  readonly body_params?: ReadonlyArray<string>
+  readonly buttons?: ReadonlyArray<Readonly<Record<string, unknown>>>
+  readonly id?: string
+  readonly [key: string]: unknown
+}
+
+/** What `POST /{business_account_id}/message_templates` answers. */
+export interface ChatappTemplateCreated {
+  readonly id: string
+  readonly status: string
+  readonly category: string
+}
+
+/** A media object's bytes, fetched through its short-lived URL. */
+export interface ChatappMedia {
+  readonly bytes: Uint8Array
+  /** What the operator says the type is (`mime_type`); check the bytes before trusting it. */
+  readonly mimeType: string
+  /** The operator's SHA-256 of the file, when given. */
+  readonly sha256: string | null
+}
+
+/**
+ * What the service asks of the chat-app operator. The real adapter speaks its Graph API through the
+ * guarded outbound client; the simulator plays it in process. Every failure is a `ChatPlatformError`.
+ */
+export class ChatPlatform extends Context.Service<ChatPlatform, {
+  /** Names the implementation (`graph`, `simulator`), for logs and the health check. */
+  readonly name: string
+  /** `POST /{phone_number_id}/messages` to `to` (digits of the recipient's number, or its chat-app id). */
+  readonly sendMessage: (
+    credentials: ChatappCredentials,
+    to: string,
+    message: ChatappOutboundMessage
+  ) => Effect.Effect<ChatappSent, ChatPlatformError>
+  /** `GET /{business_account_id}/message_templates`, one page. */
+  readonly listTemplates: (
+    credentials: ChatappCredentials,
+    page: { readonly limit: number; readonly after?: string }
+  ) => Effect.Effect<ChatappPage<ChatappTemplate>, ChatPlatformError>
+  /** `POST /{business_account_id}/message_templates` with the operator's body (library fields JSON-encoded as it expects). */
+  readonly createTemplate: (
+    credentials: ChatappCredentials,
+    body: Readonly<Record<string, unknown>>
+  ) => Effect.Effect<ChatappTemplateCreated, ChatPlatformError>
+  /** `GET /message_template_library` with the filters, every page read. */
+  readonly browseLibrary: (
+    credentials: ChatappCredentials,
+    query: LibraryQuery
+  ) => Effect.Effect<ReadonlyArray<ChatappLibraryTemplate>, ChatPlatformError>
+  /** `GET /{phone_number_id}`: limit tier, quality rating, status; also the credential check when connecting. */
+  readonly phoneNumber: (credentials: ChatappCredentials) => Effect.Effect<ChatappPhoneNumber, ChatPlatformError>
+  /**
+   * `GET /{media_id}`, then its URL with the token at once (the URL is short-lived; an expired one is
+   * asked for again once). `maxBytes` caps the download.
+   */
+  readonly fetchMedia: (
+    credentials: ChatappCredentials,
+    mediaId: string,
+    options: { readonly maxBytes: number }
+  ) => Effect.Effect<ChatappMedia, ChatPlatformError>
+}>()("omnichannel-core/ports/ChatPlatform") {}

@@ -1,0 +1,52 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** Whether a conversation takes new messages. */
+export type ConversationStatus = "open" | "closed"
+
+/**
+ * A contact on a channel: the thread messages join. At most one conversation per contact and
+ * channel is open at a time (a second insert fails with `UniqueViolation`).
+ */
+export interface ConversationRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly channel_id: string
+  readonly contact_id: string
+  readonly status: ConversationStatus
+  /** Email threads carry a subject; chat-app conversations none. */
+  readonly subject: string | null
+  readonly created_at: string
+  readonly updated_at: string | null
+  readonly closed_at: string | null
+  readonly last_message_at: string | null
+  /** When the contact last wrote: the operator's 24-hour customer-service window runs from it. */
+  readonly last_inbound_at: string | null
+}
+
+/** Filters of a conversation listing; absent ones do not filter. */
+export interface ConversationFilter {
+  readonly channel_id?: string
+  readonly contact_id?: string
+  readonly status?: ConversationStatus
+}
+
+/** Conversations; every method is scoped by tenant id. */
+export class ConversationStore extends Context.Service<ConversationStore, {
+  readonly insert: (conversation: ConversationRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<ConversationRecord>, StorageError>
+  /** The open conversation of `contactId` on `channelId`, if any. */
+  readonly findOpen: (
+    tenantId: string,
+    channelId: string,
+    contactId: string
+  ) => Effect.Effect<Option.Option<ConversationRecord>, StorageError>
+  /** One page, most recent activity first (last message, else creation), and the total matching. */
+  readonly list: (
+    tenantId: string,
+    filter: ConversationFilter,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ConversationRecord>; readonly total: number }, StorageError>
+  /** Replaces the stored conversation `conversation.id` of `tenantId`; `false` when it does not exist there. */
+  readonly update: (tenantId: string, conversation: ConversationRecord) => Effect.Effect<boolean, StorageError>
+}>()("omnichannel-core/ports/ConversationStore") {}

@@ -1,0 +1,77 @@
+import { Context, type Effect } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** Where an inbound payload came from. */
+export type InboundSource = "chatapp" | "email"
+
+/** Where a stored payload stands: waiting (or retrying), handled, or given up on after its last try. */
+export type InboundPayloadStatus = "pending" | "processed" | "failed"
+
+/**
+ * One request from outside as received, kept with its raw bytes before it is answered, so nothing
+ * is lost on a crash and a parser fix can re-run it. Payloads carry no tenant until they are parsed,
+ * so the claim is a named cross-tenant read, like the webhook engine's claims.
+ */
+export interface InboundPayloadRecord {
+  readonly id: string
+  readonly source: InboundSource
+  /** For `email`: the integration it was posted to; null for `chatapp`. */
+  readonly route_key: string | null
+  /** The body exactly as received. */
+  readonly body: Uint8Array
+  readonly content_type: string | null
+  readonly received_at: string
+  readonly status: InboundPayloadStatus
+  /** Processing tries so far. */
+  readonly attempts: number
+  /** When a pending payload may next be taken. */
+  readonly next_attempt_at: string
+  /** Until when the worker that took it holds it; null when nobody does. */
+  readonly lease_until: string | null
+  readonly processed_at: string | null
+  /** What went wrong on the last try, or what the processor noted (an unknown number, an odd field). */
+  readonly note: string | null
+}
+
+/** A claimed payload: the record and the holder token that must be shown to finish it. */
+export interface InboundClaim {
+  readonly payload: InboundPayloadRecord
+  readonly holder: string
+}
+
+/** How a try on a payload ended. */
+export type InboundOutcome =
+  | { readonly status: "processed"; readonly note: string | null }
+  | { readonly status: "failed"; readonly note: string }
+  | { readonly status: "pending"; readonly note: string; readonly nextAttemptAt: string }
+
+/** Raw inbound payloads, their processing leases, and the keys of what was already handled. */
+export class InboundStore extends Context.Service<InboundStore, {
+  /** Stores a payload as received (status `pending`, due at `next_attempt_at`). */
+  readonly insert: (payload: InboundPayloadRecord) => Effect.Effect<void, StorageError>
+  /**
+   * Leases up to `limit` pending payloads due at `now` whose lease (if any) has passed, oldest first,
+   * until `leaseUntil`, counting the try. Concurrent claimers never take the same payload.
+   */
+  readonly claim: (input: {
+    readonly now: string
+    readonly limit: number
+    readonly leaseUntil: string
+    readonly holder: string
+  }) => Effect.Effect<ReadonlyArray<InboundClaim>, StorageError>
+  /** Records how a try ended and drops the lease; `false` when `holder` no longer held it. */
+  readonly finish: (
+    id: string,
+    holder: string,
+    outcome: InboundOutcome,
+    at: string
+  ) => Effect.Effect<boolean, StorageError>
+  /**
+   * Records that the inbound item `key` of `source` (a message id, a message id and status, …) was
+   * handled; `false` when it already was. Called in the transaction that handles the item, so
+   * the item's effects and its key commit together: a redelivered item has the effect of one.
+   */
+  readonly markHandled: (source: InboundSource, key: string, at: string) => Effect.Effect<boolean, StorageError>
+  /** Whether `key` of `source` was handled already (a look before costly work such as a media download). */
+  readonly wasHandled: (source: InboundSource, key: string) => Effect.Effect<boolean, StorageError>
+}>()("omnichannel-core/ports/InboundStore") {}

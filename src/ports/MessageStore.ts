@@ -1,0 +1,85 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** Which way a message went. */
+export type MessageDirection = "inbound" | "outbound"
+
+/**
+ * Where a message stands: inbound ones are `received`; outbound ones go `pending` (stored, not yet
+ * accepted by the operator) → `sent` → `delivered` → `read`, or `failed`.
+ */
+export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed"
+
+/** What the operator said when a message failed. */
+export interface MessageError {
+  readonly code: number | null
+  readonly title: string | null
+  readonly message: string
+  readonly details: string | null
+}
+
+/** A message as stored. */
+export interface MessageRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly conversation_id: string
+  readonly channel_id: string
+  readonly contact_id: string | null
+  readonly direction: MessageDirection
+  /** `text`, `image`, `document`, …, `unsupported` for a type the service does not know. */
+  readonly message_type: string
+  readonly text: string | null
+  /** What the type carries beyond text: a location, shared contacts, a reply's ids, a reaction, a caption. */
+  readonly content: Readonly<Record<string, unknown>>
+  readonly status: MessageStatus
+  /** The operator's message id (`wamid.…`); unique per channel. */
+  readonly external_id: string | null
+  readonly error: MessageError | null
+  readonly created_at: string
+  readonly updated_at: string | null
+  readonly sent_at: string | null
+  readonly delivered_at: string | null
+  readonly read_at: string | null
+  readonly failed_at: string | null
+}
+
+/** A status the operator reported for a message id, kept even before the message is known here. */
+export interface MessageStatusReport {
+  readonly tenant_id: string
+  readonly channel_id: string
+  readonly external_id: string
+  readonly status: "sent" | "delivered" | "read" | "failed"
+  /** The operator's time of the status. */
+  readonly occurred_at: string
+  readonly error: MessageError | null
+  readonly received_at: string
+}
+
+/** Messages and the statuses reported for them; every method is scoped by tenant id. */
+export class MessageStore extends Context.Service<MessageStore, {
+  /** Stores a message; an `external_id` already stored on the channel fails with `UniqueViolation`. */
+  readonly insert: (message: MessageRecord) => Effect.Effect<void, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<MessageRecord>, StorageError>
+  /** The message the operator knows as `externalId` on `channelId`. */
+  readonly findByExternalId: (
+    tenantId: string,
+    channelId: string,
+    externalId: string
+  ) => Effect.Effect<Option.Option<MessageRecord>, StorageError>
+  /** One page of a conversation's messages, oldest first, and their total. */
+  readonly listByConversation: (
+    tenantId: string,
+    conversationId: string,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<MessageRecord>; readonly total: number }, StorageError>
+  /** Replaces the stored message `message.id` of `tenantId`; `false` when it does not exist there. */
+  readonly update: (tenantId: string, message: MessageRecord) => Effect.Effect<boolean, StorageError>
+  /** Keeps a reported status; `false` when this status of this message id was kept already. */
+  readonly recordStatus: (report: MessageStatusReport) => Effect.Effect<boolean, StorageError>
+  /** Every status kept for a message id, in the order they were received. */
+  readonly statusesOf: (
+    tenantId: string,
+    channelId: string,
+    externalId: string
+  ) => Effect.Effect<ReadonlyArray<MessageStatusReport>, StorageError>
+}>()("omnichannel-core/ports/MessageStore") {}
