@@ -3,6 +3,8 @@ import type { Generated, Kysely } from "kysely"
 /**
  * The tables of every area, as stored. Timestamps are fixed-width ISO 8601 UTC text, booleans are
  * 0/1 integers and structured values JSON text, so SQLite and PostgreSQL hold identical rows.
+ * Raw bytes are `bytea` on PostgreSQL and `blob` on SQLite, written as a Uint8Array (the drivers read
+ * them back as a Buffer or a Uint8Array).
  */
 export interface Database {
   users: UsersTable
@@ -16,6 +18,12 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_fanout_leases: WebhookFanOutLeasesTable
+  inbound_payloads: InboundPayloadsTable
+  inbound_handled: InboundHandledTable
+  conversations: ConversationsTable
+  messages: MessagesTable
+  message_statuses: MessageStatusesTable
+  attachments: AttachmentsTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -195,7 +203,10 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "contacts_tenant_phone_unique", table: "contacts", columns: ["tenant_id", "phone"] },
   { name: "contacts_tenant_email_unique", table: "contacts", columns: ["tenant_id", "email"] },
   { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] },
-  { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] }
+  { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] },
+  // Partial (`WHERE status = 'open'`): SQLite's message lists the columns all the same.
+  { name: "conversations_open_unique", table: "conversations", columns: ["tenant_id", "channel_id", "contact_id"] },
+  { name: "messages_channel_external_unique", table: "messages", columns: ["channel_id", "external_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -206,4 +217,91 @@ export interface WebhookFanOutLeasesTable {
   fanned_at: string
   holder: string
   lease_until: string
+}
+
+/** A request from outside as received, and its processing lease (see migration 0008). */
+export interface InboundPayloadsTable {
+  id: string
+  source: string
+  route_key: string | null
+  body: Uint8Array
+  content_type: string | null
+  received_at: string
+  status: string
+  attempts: number
+  next_attempt_at: string
+  lease_until: string | null
+  /** Who holds the lease: a token new with every claim, null when nobody does. */
+  holder: string | null
+  processed_at: string | null
+  note: string | null
+}
+
+/** The keys of inbound items already handled, per source. */
+export interface InboundHandledTable {
+  source: string
+  key: string
+  handled_at: string
+}
+
+export interface ConversationsTable {
+  id: string
+  tenant_id: string
+  channel_id: string
+  contact_id: string
+  status: string
+  subject: string | null
+  created_at: string
+  updated_at: string | null
+  closed_at: string | null
+  last_message_at: string | null
+  last_inbound_at: string | null
+}
+
+export interface MessagesTable {
+  id: string
+  tenant_id: string
+  conversation_id: string
+  channel_id: string
+  contact_id: string | null
+  direction: string
+  message_type: string
+  text: string | null
+  content: string
+  status: string
+  external_id: string | null
+  error: string | null
+  created_at: string
+  updated_at: string | null
+  sent_at: string | null
+  delivered_at: string | null
+  read_at: string | null
+  failed_at: string | null
+}
+
+/** The statuses the operator reported per message id, one row per status. */
+export interface MessageStatusesTable {
+  tenant_id: string
+  channel_id: string
+  external_id: string
+  status: string
+  occurred_at: string
+  error: string | null
+  received_at: string
+}
+
+export interface AttachmentsTable {
+  id: string
+  tenant_id: string
+  message_id: string | null
+  conversation_id: string | null
+  direction: string
+  origin: string
+  filename: string
+  content_type: string
+  /** BIGINT: read through `Number`, as a driver may hand it back as text or a bigint. */
+  file_size: number
+  blob_key: string
+  external_id: string | null
+  created_at: string
 }

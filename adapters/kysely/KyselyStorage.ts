@@ -20,9 +20,13 @@ import { makeOutboxNotices } from "./OutboxNotices.ts"
 import { type BackgroundCheckpoints, FALLBACK_CHECKPOINT_PAGES, startBackgroundCheckpoints } from "./SqliteCheckpoints.ts"
 import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
 import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
+import { attachmentStoreLayer } from "./stores/AttachmentStoreKysely.ts"
 import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
 import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
+import { conversationStoreLayer } from "./stores/ConversationStoreKysely.ts"
+import { inboundStoreLayer } from "./stores/InboundStoreKysely.ts"
+import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
 import { webhookDeliveryStoreLayer } from "./stores/WebhookDeliveryStoreKysely.ts"
@@ -72,7 +76,11 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     channelStoreLayer,
     connectTokenStoreLayer,
     webhookEndpointStoreLayer,
-    webhookDeliveryStoreLayer
+    webhookDeliveryStoreLayer,
+    inboundStoreLayer,
+    conversationStoreLayer,
+    messageStoreLayer,
+    attachmentStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

@@ -1,8 +1,12 @@
 import type { AccountStore } from "./AccountStore.ts"
 import type { ApiKeyStore } from "./ApiKeyStore.ts"
+import type { AttachmentStore } from "./AttachmentStore.ts"
 import type { ChannelStore } from "./ChannelStore.ts"
 import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
 import type { ContactStore } from "./ContactStore.ts"
+import type { ConversationStore } from "./ConversationStore.ts"
+import type { InboundStore } from "./InboundStore.ts"
+import type { MessageStore } from "./MessageStore.ts"
 import type { OutboxStore } from "./OutboxStore.ts"
 import type { TenantStore } from "./TenantStore.ts"
 import type { Transactor } from "./Transactor.ts"
@@ -21,3 +25,7 @@ export type StoragePorts =
   | ConnectTokenStore
   | WebhookEndpointStore
   | WebhookDeliveryStore
+  | InboundStore
+  | ConversationStore
+  | MessageStore
+  | AttachmentStore

@@ -32,3 +32,37 @@ export {
   WebhookDeliveryStore,
   type WebhookDeliveryRecord
 } from "./WebhookDeliveryStore.ts"
+export {
+  type InboundClaim,
+  type InboundOutcome,
+  type InboundPayloadRecord,
+  type InboundPayloadStatus,
+  type InboundSource,
+  InboundStore
+} from "./InboundStore.ts"
+export { type ConversationFilter, type ConversationRecord, type ConversationStatus, ConversationStore } from "./ConversationStore.ts"
+export {
+  type MessageDirection,
+  type MessageError,
+  type MessageRecord,
+  type MessageStatus,
+  type MessageStatusReport,
+  MessageStore
+} from "./MessageStore.ts"
+export { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "./AttachmentStore.ts"
+export {
+  type ChatappCredentials,
+  type ChatappLibraryTemplate,
+  type ChatappMedia,
+  type ChatappOutboundMessage,
+  type ChatappPage,
+  type ChatappPhoneNumber,
+  type ChatappSent,
+  type ChatappTemplate,
+  type ChatappTemplateCreated,
+  ChatPlatform,
+  ChatPlatformError,
+  ChatPlatformErrorKind,
+  type LibraryQuery
+} from "./ChatPlatform.ts"
+export { BlobStore, BlobStoreError, type BlobWritten } from "./BlobStore.ts"

@@ -37,6 +37,12 @@ export const channelStoreLayer: Layer.Layer<ChannelStore, never, KyselyConnectio
             .where("tenant_id", "=", tenantId).executeTakeFirstOrThrow()
           return { items: items.map(fromRow), total: Number(count.n) }
         }),
+      // Across tenants, through channels_platform_external_idx.
+      findActiveByExternalId: (platform, externalId) =>
+        query(connection, (db) =>
+          db.selectFrom("channels").selectAll().where("platform", "=", platform).where("external_id", "=", externalId)
+            .where("status", "=", "active").orderBy("created_at", "desc").orderBy("id", "desc").execute())
+          .pipe(Effect.map((rows) => rows.map(fromRow))),
       update: (tenantId, channel) => {
         const { id: _id, tenant_id: _tenant, created_at: _created, ...changes } = toRow(channel)
         return query(connection, (db) =>

@@ -1,0 +1,82 @@
+import { Effect, Layer } from "effect"
+import { sql } from "kysely"
+import {
+  type InboundClaim,
+  type InboundPayloadRecord,
+  type InboundPayloadStatus,
+  type InboundSource,
+  InboundStore
+} from "../../../src/ports/InboundStore.ts"
+import { amongKeys, KyselyConnection, query, skipLocked } from "../Connection.ts"
+import type { InboundPayloadsTable } from "../Database.ts"
+
+const fromRow = ({ holder: _holder, ...row }: InboundPayloadsTable): InboundPayloadRecord => ({
+  ...row,
+  source: row.source as InboundSource,
+  status: row.status as InboundPayloadStatus,
+  attempts: Number(row.attempts),
+  // The drivers hand back a Buffer (pg, better-sqlite3) or a Uint8Array (PGlite): always a plain copy.
+  body: new Uint8Array(row.body)
+})
+
+/** Claims in the order they are taken: the payload due first, then the one received first. */
+const byDue = (a: InboundPayloadRecord, b: InboundPayloadRecord): number =>
+  a.next_attempt_at !== b.next_attempt_at
+    ? (a.next_attempt_at < b.next_attempt_at ? -1 : 1)
+    : a.received_at !== b.received_at
+    ? (a.received_at < b.received_at ? -1 : 1)
+    : (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/**
+ * `InboundStore` on Kysely. The claim is one UPDATE over the pending payloads it picks (a partial
+ * index holds only those); on PostgreSQL concurrent claimers skip each other's rows (`skipLocked`,
+ * `amongKeys` in Connection.ts). Finishing is a compare-and-set on the holder the claim stored.
+ */
+export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnection> = Layer.effect(
+  InboundStore,
+  Effect.gen(function*() {
+    const connection = yield* KyselyConnection
+    return InboundStore.of({
+      insert: (payload) =>
+        query(connection, (db) => db.insertInto("inbound_payloads").values({ ...payload, holder: null }).execute())
+          .pipe(Effect.asVoid),
+      // The due test is written with the partial index's literal term, so SQLite's planner matches it too.
+      claim: ({ holder, leaseUntil, limit, now }) =>
+        query(connection, (db) => {
+          const due = sql`SELECT id FROM inbound_payloads
+              WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
+              ORDER BY next_attempt_at, received_at LIMIT ${limit}${skipLocked(connection.dialect)}`
+          return sql<InboundPayloadsTable>`UPDATE inbound_payloads
+            SET lease_until = ${leaseUntil}, holder = ${holder}, attempts = attempts + 1
+            WHERE ${amongKeys(connection.dialect, "id", due)}
+            RETURNING *`.execute(db)
+        }).pipe(Effect.map(({ rows }) =>
+          rows.map(fromRow).sort(byDue).map((payload): InboundClaim => ({ payload, holder }))
+        )),
+      finish: (id, holder, outcome, at) =>
+        query(connection, (db) =>
+          db.updateTable("inbound_payloads")
+            .set({
+              status: outcome.status,
+              note: outcome.note,
+              lease_until: null,
+              holder: null,
+              ...(outcome.status === "pending" ? { next_attempt_at: outcome.nextAttemptAt } : { processed_at: at })
+            })
+            .where("id", "=", id).where("holder", "=", holder).where("status", "=", "pending")
+            .executeTakeFirst())
+          .pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
+      markHandled: (source, key, at) =>
+        query(connection, (db) =>
+          db.insertInto("inbound_handled").values({ source, key, handled_at: at })
+            .onConflict((oc) => oc.columns(["source", "key"]).doNothing())
+            .returning("key").execute())
+          .pipe(Effect.map((rows) => rows.length > 0)),
+      wasHandled: (source, key) =>
+        query(connection, (db) =>
+          db.selectFrom("inbound_handled").select("key").where("source", "=", source).where("key", "=", key)
+            .executeTakeFirst())
+          .pipe(Effect.map((row) => row !== undefined))
+    })
+  })
+)
