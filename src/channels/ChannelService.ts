@@ -30,6 +30,12 @@ export class ChannelService extends Context.Service<ChannelService, {
     tenantId: string,
     page: PageRequest
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
+  /**
+   * The active chat-app channel whose phone number id is `phoneNumberId`, in whichever tenant holds it:
+   * how an operator payload, which names a number and not a tenant, finds its workspace. When two
+   * tenants connected the same number, the most recent connection wins.
+   */
+  readonly routeChatapp: (phoneNumberId: string) => Effect.Effect<Option.Option<ChannelRecord>, StorageError>
   /** Marks the channel disconnected and emits `channel.updated`; disconnecting twice changes nothing. */
   readonly disconnect: (tenantId: string, id: string) => Effect.Effect<ChannelRecord, NotFound | StorageError>
 }>()("omnichannel-core/channels/ChannelService") {
@@ -70,6 +76,10 @@ export class ChannelService extends Context.Service<ChannelService, {
         }),
         list: Effect.fn("ChannelService.list")(function*(tenantId, page) {
           return yield* channels.list(tenantId, toWindow(page))
+        }),
+        routeChatapp: Effect.fn("ChannelService.routeChatapp")(function*(phoneNumberId) {
+          const found = yield* channels.findActiveByExternalId("chatapp", phoneNumberId)
+          return Option.fromNullishOr(found[0])
         }),
         disconnect: Effect.fn("ChannelService.disconnect")(function*(tenantId, id) {
           return yield* transactor.withTransaction(Effect.gen(function*() {

@@ -26,6 +26,16 @@ export class ContactService extends Context.Service<ContactService, {
     tenantId: string,
     page: PageRequest
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }, StorageError>
+  /**
+   * The tenant's contact with this phone (E.164), or a new one named `name` (`contact.created`): how a
+   * sender becomes a contact. Joins the caller's transaction; a concurrent creation of the same phone
+   * fails with a `UniqueViolation` for the caller to try again.
+   */
+  readonly findOrCreateByPhone: (
+    tenantId: string,
+    phone: string,
+    name: string | null
+  ) => Effect.Effect<{ readonly contact: ContactRecord; readonly created: boolean }, StorageError>
   /** Applies the given fields; emits `contact.updated` only when something actually changed. */
   readonly update: (
     tenantId: string,
@@ -84,6 +94,26 @@ export class ContactService extends Context.Service<ContactService, {
             ])
             return contact
           })))
+        }),
+        findOrCreateByPhone: Effect.fn("ContactService.findOrCreateByPhone")(function*(tenantId, phone, name) {
+          const found = yield* contacts.findBy(tenantId, "phone", phone)
+          if (Option.isSome(found)) return { contact: found.value, created: false }
+          const contact: ContactRecord = {
+            id: yield* newId,
+            tenant_id: tenantId,
+            name: name?.trim().slice(0, 200) || null,
+            phone,
+            email: null,
+            language: null,
+            custom_fields: {},
+            created_at: yield* now,
+            updated_at: null
+          }
+          yield* contacts.insert(contact)
+          yield* outbox.append([
+            yield* makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } })
+          ])
+          return { contact, created: true }
         }),
         get: Effect.fn("ContactService.get")(function*(tenantId, id) {
           const found = yield* contacts.get(tenantId, id)

@@ -28,6 +28,12 @@ export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse =
         status: 403,
         body: { detail: { code: "feature_disabled", feature: error.feature, message: error.message } }
       }
+    case "OperatorFailed":
+      return {
+        status: error.status,
+        body: { detail: { code: error.code, message: error.message, operator: error.operator } },
+        ...(error.status === 502 ? {} : { headers: { "retry-after": error.status === 429 ? "60" : "5" } })
+      }
     case "BadRequest":
       return { status: 400, body: { detail: error.message } }
     case "StorageError":

@@ -55,6 +55,24 @@ export class FeatureDisabled extends Schema.TaggedError<FeatureDisabled>()("Feat
   message: Schema.String
 }) {}
 
+/**
+ * The chat-app operator refused or failed what the request needed: 429 when it is rate-limiting, 503
+ * when the failure is transient (retry later), 502 otherwise. `operator` carries what it said.
+ */
+export class OperatorFailed extends Schema.TaggedError<OperatorFailed>()("OperatorFailed", {
+  status: Schema.Literals([429, 502, 503]),
+  code: Schema.String,
+  message: Schema.String,
+  operator: Schema.Struct({
+    kind: Schema.String,
+    code: Schema.NullOr(Schema.Number),
+    subcode: Schema.NullOr(Schema.Number),
+    title: Schema.NullOr(Schema.String),
+    message: Schema.String,
+    fbtrace_id: Schema.NullOr(Schema.String)
+  })
+}) {}
+
 /** Every expected failure an API operation can answer with. */
 export type ApiError =
   | Unauthenticated
@@ -65,3 +83,4 @@ export type ApiError =
   | InvalidRequest
   | BadRequest
   | FeatureDisabled
+  | OperatorFailed

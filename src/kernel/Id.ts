@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
 import { NotFound } from "./ApiError.ts"
 
 /** A new random identifier (UUID v4), used for every resource the service creates. */
@@ -24,3 +24,13 @@ export const pathId = (
   const id = params[name] ?? ""
   return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `${what} ${id} not found` }))
 }
+
+/** A UUID in a query or body, any case, decoded lower-cased (ids are stored lower-case). */
+export const UuidString = Schema.String.check(
+  Schema.isPattern(UUID_PATTERN, { message: "Must be a UUID" })
+).pipe(
+  Schema.decodeTo(
+    Schema.String,
+    SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })
+  )
+)

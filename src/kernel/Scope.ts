@@ -8,6 +8,7 @@ export const ALL_SCOPES = [
   "messages:read",
   "messages:create",
   "messages:delete",
+  "conversations:read",
   "conversations:update",
   "contacts:read",
   "contacts:create",

@@ -1,0 +1,106 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { NotFound } from "../kernel/ApiError.ts"
+import { makeEvent } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { type ConversationFilter, type ConversationRecord, ConversationStore } from "../ports/ConversationStore.ts"
+import { OutboxStore } from "../ports/OutboxStore.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { toConversation } from "./Conversation.ts"
+
+const notFound = (id: string) => new NotFound({ message: `Conversation ${id} not found` })
+
+/** Conversations: opened by the first message of a contact on a channel, read, listed and closed. */
+export class ConversationService extends Context.Service<ConversationService, {
+  /**
+   * The open conversation of the contact on the channel, or a new one (`conversation.created`).
+   * Joins the caller's transaction. Two writers opening the same one at once: the loser fails with a
+   * `UniqueViolation` and tries again.
+   */
+  readonly openFor: (input: {
+    readonly tenantId: string
+    readonly channelId: string
+    readonly contactId: string
+  }) => Effect.Effect<{ readonly conversation: ConversationRecord; readonly created: boolean }, StorageError>
+  /** Records a message in the conversation at `at`: its last activity and, for inbound ones, the customer-service window. */
+  readonly noteMessage: (
+    conversation: ConversationRecord,
+    message: { readonly at: string; readonly inbound: boolean }
+  ) => Effect.Effect<ConversationRecord, StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<ConversationRecord, NotFound | StorageError>
+  readonly list: (
+    tenantId: string,
+    filter: ConversationFilter,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ConversationRecord>; readonly total: number }, StorageError>
+  /** Closes the conversation (`conversation.closed`); closing a closed one changes nothing. */
+  readonly close: (tenantId: string, id: string) => Effect.Effect<ConversationRecord, NotFound | StorageError>
+}>()("omnichannel-core/conversations/ConversationService") {
+  static readonly layer = Layer.effect(
+    ConversationService,
+    Effect.gen(function*() {
+      const conversations = yield* ConversationStore
+      const outbox = yield* OutboxStore
+      const transactor = yield* Transactor
+      return ConversationService.of({
+        openFor: Effect.fn("ConversationService.openFor")(function*({ tenantId, channelId, contactId }) {
+          const open = yield* conversations.findOpen(tenantId, channelId, contactId)
+          if (Option.isSome(open)) return { conversation: open.value, created: false }
+          const conversation: ConversationRecord = {
+            id: yield* newId,
+            tenant_id: tenantId,
+            channel_id: channelId,
+            contact_id: contactId,
+            status: "open",
+            subject: null,
+            created_at: yield* now,
+            updated_at: null,
+            closed_at: null,
+            last_message_at: null,
+            last_inbound_at: null
+          }
+          yield* conversations.insert(conversation)
+          yield* outbox.append([
+            yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
+          ])
+          return { conversation, created: true }
+        }),
+        noteMessage: Effect.fn("ConversationService.noteMessage")(function*(conversation, message) {
+          const later = (current: string | null) => (current === null || message.at > current ? message.at : current)
+          const updated: ConversationRecord = {
+            ...conversation,
+            last_message_at: later(conversation.last_message_at),
+            last_inbound_at: message.inbound ? later(conversation.last_inbound_at) : conversation.last_inbound_at,
+            updated_at: message.at
+          }
+          yield* conversations.update(conversation.tenant_id, updated)
+          return updated
+        }),
+        get: Effect.fn("ConversationService.get")(function*(tenantId, id) {
+          const found = yield* conversations.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          return found.value
+        }),
+        list: Effect.fn("ConversationService.list")(function*(tenantId, filter, page) {
+          return yield* conversations.list(tenantId, filter, toWindow(page))
+        }),
+        close: Effect.fn("ConversationService.close")(function*(tenantId, id) {
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            const found = yield* conversations.get(tenantId, id)
+            if (Option.isNone(found)) return yield* notFound(id)
+            if (found.value.status === "closed") return found.value
+            const at = yield* now
+            const closed: ConversationRecord = { ...found.value, status: "closed", closed_at: at, updated_at: at }
+            yield* conversations.update(tenantId, closed)
+            yield* outbox.append([
+              yield* makeEvent({ type: "conversation.closed", tenantId, data: { conversation: toConversation(closed) } })
+            ])
+            return closed
+          }))
+        })
+      })
+    })
+  )
+}

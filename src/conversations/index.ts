@@ -1,0 +1,3 @@
+export * from "./Conversation.ts"
+export { ConversationService } from "./ConversationService.ts"
+export { conversationRoutes } from "./ConversationRoutes.ts"

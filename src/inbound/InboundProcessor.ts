@@ -1,0 +1,176 @@
+import { Cause, Clock, Effect, Option } from "effect"
+import { ChannelService } from "../channels/ChannelService.ts"
+import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
+import {
+  type ChatappEvent,
+  type ChatappFieldEvent,
+  ChatappHandlers,
+  type ChatappMessageEvent,
+  type ChatappStatusEvent,
+  type InboundChannel,
+  type PreparedStep,
+  RetryLater
+} from "../kernel/ChatappEvents.ts"
+import { newId } from "../kernel/Id.ts"
+import { StorageError } from "../kernel/StorageError.ts"
+import { fromMillis, now } from "../kernel/Timestamp.ts"
+import { type InboundClaim, type InboundOutcome, InboundStore } from "../ports/InboundStore.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { parseChatappPayload } from "./ChatappWebhook.ts"
+
+/** How the inbound processor works: batch size, lease, tries. */
+export interface InboundSettings {
+  /** Payloads one claim takes. */
+  readonly batchSize: number
+  /** How long a claim holds its payloads before another worker may take them. */
+  readonly leaseSeconds: number
+  /** Tries before a payload that keeps failing is given up on (`failed`, kept for a re-run). */
+  readonly maxAttempts: number
+}
+
+/** The defaults: a claim of 50 payloads held for 2 minutes, 8 tries over about 4 hours. */
+export const DEFAULT_INBOUND_SETTINGS: InboundSettings = { batchSize: 50, leaseSeconds: 120, maxAttempts: 8 }
+
+/** Seconds before try `attempt + 1` after try `attempt` failed: 10 s, 1 min, 5 min, 15 min, 30 min, 1 h, 2 h. */
+export const retryDelaySeconds = (attempt: number): number =>
+  [10, 60, 300, 900, 1800, 3600, 7200][Math.min(Math.max(attempt, 1), 7) - 1]!
+
+// A concurrent writer creating the same contact or conversation makes the loser's transaction fail
+// on a unique index; the item is simply handled again, finding what the winner made.
+const CONFLICT_RETRIES = 3
+
+const NOTE_LIMIT = 2000
+
+/**
+ * The background job that handles stored operator payloads: claims due ones with a lease (several
+ * workers and processes share them), reads each into events, and runs every event through the
+ * registered handlers in its own transaction together with its de-duplication key, so a redelivered
+ * message or status has the effect of one and a crash loses nothing (the lease passes, the payload is
+ * taken again, handled keys are skipped).
+ */
+export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTINGS) =>
+  Effect.gen(function*() {
+    const store = yield* InboundStore
+    const channels = yield* ChannelService
+    const handlers = yield* ChatappHandlers
+    const transactor = yield* Transactor
+
+    const withConflictRetry = <A, E>(effect: Effect.Effect<A, E | StorageError>): Effect.Effect<A, E | StorageError> =>
+      Effect.gen(function*() {
+        for (let i = 0;; i++) {
+          const result = yield* Effect.result(effect)
+          if (result._tag === "Success") return result.success
+          const error = result.failure
+          if (!(error instanceof StorageError && error.reason === "UniqueViolation") || i >= CONFLICT_RETRIES) {
+            return yield* Effect.fail(error)
+          }
+        }
+      })
+
+    const handleMessage = Effect.fnUntraced(function*(
+      channel: InboundChannel,
+      event: ChatappMessageEvent,
+      attempt: number
+    ) {
+      // A redelivery is skipped before any download; the key inside the transaction settles races.
+      if (yield* store.wasHandled("chatapp", event.key)) return
+      const input = { channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts }
+      const steps: Array<PreparedStep> = []
+      let ran = 0
+      const discardFrom = (from: number) => Effect.forEach(steps.slice(from), (step) => step.discard, { discard: true })
+      const outcome = yield* Effect.exit(Effect.gen(function*() {
+        for (const handler of handlers.messages) steps.push(yield* handler.prepare(input))
+        yield* withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
+          ran = 0
+          if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
+          for (const step of steps) {
+            ran++
+            if ((yield* step.run) === "stop") break
+          }
+        })))
+      }))
+      // Files of steps whose work did not commit (a duplicate, a stop, a failure) are removed.
+      yield* discardFrom(outcome._tag === "Success" ? ran : 0)
+      if (outcome._tag === "Failure") return yield* Effect.failCause(outcome.cause)
+    })
+
+    const handleStatus = (channel: InboundChannel, event: ChatappStatusEvent) =>
+      withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
+        if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
+        for (const handler of handlers.statuses) {
+          if ((yield* handler.handle({ channel, event })) === "stop") break
+        }
+      })))
+
+    const handleField = (event: ChatappFieldEvent) =>
+      withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
+        if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
+        for (const handler of handlers.fields[event.field] ?? []) {
+          if ((yield* handler.handle(event)) === "stop") break
+        }
+      })))
+
+    const handleEvent = Effect.fnUntraced(function*(event: ChatappEvent, attempt: number, notes: Array<string>) {
+      if (event.kind === "field") {
+        if ((handlers.fields[event.field] ?? []).length === 0) {
+          notes.push(`field ${event.field}: stored, no handler`)
+          return
+        }
+        return yield* handleField(event)
+      }
+      const channel = yield* channels.routeChatapp(event.phoneNumberId)
+      if (Option.isNone(channel)) {
+        notes.push(`phone_number_id ${event.phoneNumberId}: no active chat-app channel`)
+        return
+      }
+      if (event.kind === "message") return yield* handleMessage(channel.value, event, attempt)
+      return yield* handleStatus(channel.value, event)
+    })
+
+    const processOne = Effect.fnUntraced(function*(claim: InboundClaim) {
+      const { payload } = claim
+      const notes: Array<string> = []
+      let retry: string | null = null
+      const parsed = yield* parseChatappPayload(payload.body)
+      notes.push(...parsed.notes)
+      for (const event of parsed.events) {
+        const exit = yield* Effect.exit(handleEvent(event, payload.attempts, notes))
+        if (exit._tag === "Success") continue
+        const error = Cause.findErrorOption(exit.cause)
+        const reason = Option.isSome(error) && (error.value instanceof RetryLater || error.value instanceof StorageError)
+          ? error.value.message
+          : `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
+        // The other events go on; the payload is taken again for the ones that failed (handled ones are skipped).
+        retry ??= `${event.kind} ${event.key}: ${reason}`
+        yield* Effect.logWarning(`inbound payload ${payload.id}: ${event.kind} ${event.key} not handled: ${reason}`)
+      }
+      const at = yield* now
+      const note = (text: string | null) => (text === null || text === "" ? null : text.slice(0, NOTE_LIMIT))
+      let outcome: InboundOutcome
+      if (retry === null) outcome = { status: "processed", note: note(notes.join("; ")) }
+      else if (payload.attempts >= settings.maxAttempts) outcome = { status: "failed", note: note(retry)! }
+      else {
+        const next = fromMillis((yield* Clock.currentTimeMillis) + retryDelaySeconds(payload.attempts) * 1000)
+        outcome = { status: "pending", note: note(retry)!, nextAttemptAt: next }
+      }
+      if (notes.length > 0 && retry === null) {
+        yield* Effect.logInfo(`inbound payload ${payload.id}: ${notes.join("; ")}`)
+      }
+      yield* store.finish(payload.id, claim.holder, outcome, at)
+    })
+
+    const runDue: Effect.Effect<number, StorageError> = Effect.gen(function*() {
+      const nowMs = yield* Clock.currentTimeMillis
+      const claims = yield* store.claim({
+        now: fromMillis(nowMs),
+        limit: settings.batchSize,
+        leaseUntil: fromMillis(nowMs + settings.leaseSeconds * 1000),
+        holder: yield* newId
+      })
+      for (const claim of claims) yield* processOne(claim)
+      return claims.length
+    }).pipe(Effect.withSpan("InboundProcessor.runDue"))
+
+    return { name: "inbound", runDue, pollEveryMs: 50 } satisfies BackgroundJob
+  })
+

@@ -1,0 +1,6 @@
+export { ChatappWebhookSettings } from "./ChatappWebhookSettings.ts"
+export { parseChatappPayload } from "./ChatappWebhook.ts"
+export { hubSignature, verifyHubSignature } from "./HubSignature.ts"
+export { DEFAULT_INBOUND_SETTINGS, type InboundSettings, makeInboundJob, retryDelaySeconds } from "./InboundProcessor.ts"
+export { CHATAPP_WEBHOOK_PATH, makeInboundHandler } from "./InboundRoutes.ts"
+export { InboundService, type ReceiveOutcome } from "./InboundService.ts"

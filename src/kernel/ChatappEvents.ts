@@ -1,0 +1,137 @@
+import { Context, type Effect, Schema } from "effect"
+import type { StorageError } from "./StorageError.ts"
+
+/** What the operator said when a message failed, as a status or an error entry carries it. */
+export interface ChatappErrorInfo {
+  readonly code: number | null
+  readonly title: string | null
+  readonly message: string
+  readonly details: string | null
+}
+
+/** An inbound message from a contact, as the operator sent it (its own JSON object, checked for the fields relied on). */
+export interface ChatappMessageEvent {
+  readonly kind: "message"
+  /** The key a redelivery repeats: the message id (`wamid.…`). */
+  readonly key: string
+  readonly entryId: string
+  readonly phoneNumberId: string
+  /** The sender's chat-app id: the digits of their number. */
+  readonly from: string
+  readonly profileName: string | null
+  readonly externalId: string
+  readonly type: string
+  /** The operator's time of the message (ISO), when it gave a readable one. */
+  readonly sentAt: string | null
+  readonly message: Readonly<Record<string, unknown>>
+}
+
+/** A status the operator reports for a message the service sent. */
+export interface ChatappStatusEvent {
+  readonly kind: "status"
+  /** Message id and status: the same status of the same message is one event. */
+  readonly key: string
+  readonly entryId: string
+  readonly phoneNumberId: string
+  readonly externalId: string
+  readonly status: "sent" | "delivered" | "read" | "failed"
+  readonly occurredAt: string | null
+  readonly recipientId: string | null
+  readonly error: ChatappErrorInfo | null
+}
+
+/** A change of any other field (`flows`, `phone_number_quality_update`, `user_preferences`, …), for the areas that handle it. */
+export interface ChatappFieldEvent {
+  readonly kind: "field"
+  /** A hash of the entry id, field and value: a redelivered change has the same key. */
+  readonly key: string
+  readonly entryId: string
+  readonly field: string
+  /** `metadata.phone_number_id` when the change carries one. */
+  readonly phoneNumberId: string | null
+  readonly value: unknown
+}
+
+/** One thing a payload reports. */
+export type ChatappEvent = ChatappMessageEvent | ChatappStatusEvent | ChatappFieldEvent
+
+/** A payload read into events, and notes on what was skipped and why. */
+export interface ParsedPayload {
+  readonly events: ReadonlyArray<ChatappEvent>
+  readonly notes: ReadonlyArray<string>
+}
+
+/** A payload read into events, and notes on what was skipped and why. */
+export interface ParsedPayload {
+  readonly events: ReadonlyArray<ChatappEvent>
+  readonly notes: ReadonlyArray<string>
+}
+
+/** A handler cannot finish now (the operator or the blob store is briefly away): the payload is tried again later. */
+export class RetryLater extends Schema.TaggedError<RetryLater>()("RetryLater", {
+  message: Schema.String
+}) {}
+
+/** The channel an event was routed to, as handlers see it. */
+export interface InboundChannel {
+  readonly id: string
+  readonly tenant_id: string
+  readonly platform: string
+  readonly external_id: string
+  readonly config: Readonly<Record<string, string>>
+  readonly secrets: Readonly<Record<string, string>>
+}
+
+/** What a handler of inbound messages is given. */
+export interface ChatappMessageInput {
+  readonly channel: InboundChannel
+  readonly event: ChatappMessageEvent
+  /** Which try of the payload this is (1 first), and whether it is the last before giving up. */
+  readonly attempt: number
+  readonly lastAttempt: boolean
+}
+
+/** Whether the handlers after this one see the item. */
+export type HandlerVerdict = "continue" | "stop"
+
+/**
+ * A handler's work on one item, prepared outside the transaction (downloads, files): `run` happens
+ * in the item's transaction; `discard` undoes what `prepare` left behind when that transaction does
+ * not commit the item (a duplicate, a failure, an earlier handler that stopped the chain).
+ */
+export interface PreparedStep {
+  readonly run: Effect.Effect<HandlerVerdict, StorageError>
+  readonly discard: Effect.Effect<void>
+}
+
+/** An area's handler of inbound chat-app messages (keywords, flow answers, the conversation store). */
+export interface ChatappMessageHandler {
+  readonly name: string
+  readonly prepare: (input: ChatappMessageInput) => Effect.Effect<PreparedStep, RetryLater | StorageError>
+}
+
+/** An area's handler of message statuses. */
+export interface ChatappStatusHandler {
+  readonly name: string
+  readonly handle: (input: {
+    readonly channel: InboundChannel
+    readonly event: ChatappStatusEvent
+  }) => Effect.Effect<HandlerVerdict, StorageError>
+}
+
+/** An area's handler of one field (`flows`, `user_preferences`, …); it routes the change itself (by `entryId` or `phoneNumberId`). */
+export interface ChatappFieldHandler {
+  readonly name: string
+  readonly handle: (event: ChatappFieldEvent) => Effect.Effect<HandlerVerdict, RetryLater | StorageError>
+}
+
+/**
+ * The handlers areas register, in the order they run: de-duplication comes first (the pipeline's
+ * own), then keywords, flow answers, and the conversation and message store last. Fields with no
+ * handler are stored and noted.
+ */
+export class ChatappHandlers extends Context.Service<ChatappHandlers, {
+  readonly messages: ReadonlyArray<ChatappMessageHandler>
+  readonly statuses: ReadonlyArray<ChatappStatusHandler>
+  readonly fields: Readonly<Record<string, ReadonlyArray<ChatappFieldHandler>>>
+}>()("omnichannel-core/kernel/ChatappHandlers") {}

@@ -1,0 +1,369 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { AttachmentService, type PreparedAttachment } from "../attachments/AttachmentService.ts"
+import { ChannelService } from "../channels/ChannelService.ts"
+import { ContactService } from "../contacts/ContactService.ts"
+import { ConversationService } from "../conversations/ConversationService.ts"
+import { InvalidRequest, NotFound, OperatorFailed } from "../kernel/ApiError.ts"
+import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
+import {
+  type ChatappMessageHandler,
+  type ChatappMessageInput,
+  type ChatappStatusHandler,
+  type InboundChannel,
+  RetryLater
+} from "../kernel/ChatappEvents.ts"
+import { makeEvent } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { ChatPlatform, type ChatPlatformError } from "../ports/ChatPlatform.ts"
+import { type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import { OutboxStore } from "../ports/OutboxStore.ts"
+import { Transactor } from "../ports/Transactor.ts"
+import { chatappContentOf } from "./ChatappContent.ts"
+import { type Message, type SendMessageRequest, toMessage } from "./Message.ts"
+import { applyStatus } from "./MessageStatusMachine.ts"
+
+const notFound = (id: string) => new NotFound({ message: `Message ${id} not found` })
+
+/** The operator's customer-service window: free-form messages only within 24 hours of the contact's last message. */
+export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000
+
+/** Largest text the operator takes in one message. */
+export const MAX_TEXT_LENGTH = 4096
+
+/** Largest media file fetched from the operator: its own cap, on documents. */
+export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
+
+const WINDOW_CLOSED =
+  "The chat-app customer-service window is closed: free-form messages can be sent only within 24 hours of the contact's last message. Send an approved template instead (POST /chatapp-templates/{template_id}/send)."
+
+/** How an operator refusal is answered: 429 when it rate-limits, 503 when it is briefly failing, 502 otherwise. */
+export const operatorFailure = (error: ChatPlatformError): OperatorFailed => {
+  const status = error.kind === "rate_limited" ? 429 : error.kind === "transient" ? 503 : 502
+  const code = error.kind === "rate_limited"
+    ? "operator_rate_limited"
+    : error.kind === "transient"
+    ? "operator_unavailable"
+    : `operator_${error.kind}`
+  const message = error.kind === "rate_limited"
+    ? "The chat-app operator is rate-limiting this number; try again later"
+    : error.kind === "transient"
+    ? "The chat-app operator is briefly unavailable; try again shortly"
+    : `The chat-app operator refused the request: ${error.userMessage ?? error.message}`
+  return new OperatorFailed({
+    status,
+    code,
+    message,
+    operator: {
+      kind: error.kind,
+      code: error.code,
+      subcode: error.subcode,
+      title: error.userTitle,
+      message: error.userMessage ?? error.message,
+      fbtrace_id: error.fbtraceId
+    }
+  })
+}
+
+/** Messages: received from the operator, sent through it, their statuses, read through the API. */
+export class MessageService extends Context.Service<MessageService, {
+  /** The inbound handler that stores a message in its contact's conversation; it runs last. */
+  readonly storeHandler: ChatappMessageHandler
+  /** The inbound handler that moves an outbound message by the statuses the operator reports. */
+  readonly statusHandler: ChatappStatusHandler
+  /** Sends chat-app text in a conversation whose customer-service window is open (`message.sent`). */
+  readonly send: (
+    tenantId: string,
+    request: SendMessageRequest
+  ) => Effect.Effect<Message, NotFound | InvalidRequest | OperatorFailed | StorageError>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<Message, NotFound | StorageError>
+  /** One page of a conversation's messages, oldest first. */
+  readonly list: (
+    tenantId: string,
+    conversationId: string,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<Message>; readonly total: number }, NotFound | StorageError>
+}>()("omnichannel-core/messages/MessageService") {
+  static readonly layer = Layer.effect(
+    MessageService,
+    Effect.gen(function*() {
+      const messages = yield* MessageStore
+      const outbox = yield* OutboxStore
+      const transactor = yield* Transactor
+      const contacts = yield* ContactService
+      const conversations = yield* ConversationService
+      const channels = yield* ChannelService
+      const attachments = yield* AttachmentService
+      const platform = yield* ChatPlatform
+
+      const wireOf = Effect.fnUntraced(function*(records: ReadonlyArray<MessageRecord>) {
+        if (records.length === 0) return []
+        const files = yield* attachments.listByMessages(records[0]!.tenant_id, records.map((m) => m.id))
+        const byMessage = new Map<string, Array<typeof files[number]>>()
+        for (const file of files) {
+          if (file.message_id === null) continue
+          const list = byMessage.get(file.message_id) ?? []
+          list.push(file)
+          byMessage.set(file.message_id, list)
+        }
+        return yield* Effect.forEach(records, (record) =>
+          Effect.map(
+            Effect.forEach(byMessage.get(record.id) ?? [], attachments.toWire),
+            (wire) => toMessage(record, wire)
+          ))
+      })
+
+      const messageEvent = Effect.fnUntraced(function*(type: "message.received" | "message.sent", message: Message) {
+        return yield* makeEvent({
+          type,
+          tenantId: message.tenant_id,
+          data: {
+            message,
+            conversation_id: message.conversation_id,
+            contact_id: message.contact_id,
+            channel_id: message.channel_id
+          }
+        })
+      })
+
+      // The media of a message, fetched and written to the blob store before the transaction.
+      const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, media: { readonly id: string; readonly mimeType: string | null; readonly filename: string | null }) {
+        const credentials = chatappCredentialsOf(input.channel)
+        if (Option.isNone(credentials)) {
+          return { prepared: null, error: "the channel has no access token to fetch media with" }
+        }
+        const fetched = yield* Effect.result(platform.fetchMedia(credentials.value, media.id, { maxBytes: MAX_MEDIA_BYTES }))
+        if (fetched._tag === "Failure") {
+          const error = fetched.failure
+          if (error.retryable && !input.lastAttempt) {
+            return yield* new RetryLater({ message: `media ${media.id}: ${error.message}` })
+          }
+          return { prepared: null, error: `media ${media.id} could not be fetched: ${error.message}` }
+        }
+        const prepared = yield* Effect.result(attachments.prepareInbound({
+          tenantId: input.channel.tenant_id,
+          bytes: fetched.success.bytes,
+          declaredType: fetched.success.mimeType || media.mimeType,
+          filename: media.filename,
+          externalId: media.id,
+          origin: "chatapp_media",
+          direction: "inbound"
+        }))
+        if (prepared._tag === "Failure") {
+          if (!input.lastAttempt) return yield* new RetryLater({ message: `media ${media.id}: ${prepared.failure.message}` })
+          return { prepared: null, error: `media ${media.id} could not be stored: ${prepared.failure.message}` }
+        }
+        return { prepared: prepared.success, error: null }
+      })
+
+      const storeInbound = Effect.fnUntraced(function*(
+        channel: InboundChannel,
+        input: ChatappMessageInput,
+        media: PreparedAttachment | null,
+        mediaError: string | null
+      ) {
+        const { event } = input
+        const tenantId = channel.tenant_id
+        const { contact } = yield* contacts.findOrCreateByPhone(tenantId, `+${event.from.replace(/\D/g, "")}`, event.profileName)
+        const { conversation } = yield* conversations.openFor({ tenantId, channelId: channel.id, contactId: contact.id })
+        const content = chatappContentOf(event.message)
+        const at = yield* now
+        const message: MessageRecord = {
+          id: yield* newId,
+          tenant_id: tenantId,
+          conversation_id: conversation.id,
+          channel_id: channel.id,
+          contact_id: contact.id,
+          direction: "inbound",
+          message_type: content.messageType,
+          text: content.text,
+          content: {
+            ...content.content,
+            ...(event.sentAt === null ? {} : { sent_at: event.sentAt }),
+            ...(mediaError === null ? {} : { media_error: mediaError })
+          },
+          status: "received",
+          external_id: event.externalId,
+          error: null,
+          created_at: at,
+          updated_at: null,
+          sent_at: null,
+          delivered_at: null,
+          read_at: null,
+          failed_at: null
+        }
+        yield* messages.insert(message)
+        const files = media === null
+          ? []
+          : [yield* attachments.record(media, { messageId: message.id, conversationId: conversation.id })]
+        yield* conversations.noteMessage(conversation, { at, inbound: true })
+        const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
+        yield* outbox.append([yield* messageEvent("message.received", wire)])
+        return "continue" as const
+      })
+
+      const storeHandler: ChatappMessageHandler = {
+        name: "conversation and message store",
+        prepare: (input) =>
+          Effect.gen(function*() {
+            const content = chatappContentOf(input.event.message)
+            const media = content.media === null ? { prepared: null, error: null } : yield* fetchMedia(input, content.media)
+            return {
+              run: storeInbound(input.channel, input, media.prepared, media.error),
+              discard: media.prepared === null ? Effect.void : attachments.discard(media.prepared)
+            }
+          })
+      }
+
+      // Moves the message by every status kept for its id: statuses that arrived before the message
+      // was known (a send whose answer was still on its way) are applied when it becomes known.
+      const catchUp = Effect.fnUntraced(function*(message: MessageRecord) {
+        if (message.external_id === null) return message
+        const reports = yield* messages.statusesOf(message.tenant_id, message.channel_id, message.external_id)
+        let state = message
+        for (const report of reports) {
+          const next = applyStatus(state, { status: report.status, at: report.occurred_at, error: report.error })
+          if (next.changed) state = { ...state, ...next.state }
+        }
+        return state
+      })
+
+      const statusHandler: ChatappStatusHandler = {
+        name: "message status",
+        handle: ({ channel, event }) =>
+          Effect.gen(function*() {
+            const at = yield* now
+            yield* messages.recordStatus({
+              tenant_id: channel.tenant_id,
+              channel_id: channel.id,
+              external_id: event.externalId,
+              status: event.status,
+              occurred_at: event.occurredAt ?? at,
+              error: event.error,
+              received_at: at
+            })
+            const found = yield* messages.findByExternalId(channel.tenant_id, channel.id, event.externalId)
+            if (Option.isNone(found)) return "continue" as const
+            const moved = applyStatus(found.value, {
+              status: event.status,
+              at: event.occurredAt ?? at,
+              error: event.error
+            })
+            if (moved.changed) yield* messages.update(channel.tenant_id, { ...found.value, ...moved.state, updated_at: at })
+            return "continue" as const
+          })
+      }
+
+      return MessageService.of({
+        storeHandler,
+        statusHandler,
+        send: Effect.fn("MessageService.send")(function*(tenantId, request) {
+          if ((request.attachments ?? []).length > 0) {
+            return yield* InvalidRequest.single(["body", "attachments"], "Sending files to a chat-app conversation is not available yet", "not_supported")
+          }
+          if (request.message_type !== undefined && request.message_type !== "text") {
+            return yield* InvalidRequest.single(["body", "message_type"], "Only text can be sent to a chat-app conversation", "not_supported")
+          }
+          const text = request.text ?? ""
+          if (text.trim() === "") return yield* InvalidRequest.single(["body", "text"], "Field required", "missing")
+          if (text.length > MAX_TEXT_LENGTH) {
+            return yield* InvalidRequest.single(["body", "text"], `At most ${MAX_TEXT_LENGTH} characters`, "string_too_long")
+          }
+          const conversation = yield* Effect.catchTag(
+            conversations.get(tenantId, request.conversation_id.toLowerCase()),
+            "NotFound",
+            () => Effect.fail(new NotFound({ message: `Conversation ${request.conversation_id} not found` }))
+          )
+          if (conversation.status === "closed") {
+            return yield* InvalidRequest.single(["body", "conversation_id"], `Conversation ${conversation.id} is closed`, "conversation_closed")
+          }
+          const channel = yield* channels.get(tenantId, conversation.channel_id)
+          const credentials = chatappCredentialsOf(channel)
+          if (channel.status !== "active" || Option.isNone(credentials)) {
+            return yield* InvalidRequest.single(
+              ["body", "conversation_id"],
+              "The conversation's channel is not a connected chat-app channel",
+              "channel_unavailable"
+            )
+          }
+          const contact = yield* contacts.get(tenantId, conversation.contact_id)
+          if (contact.phone === null) {
+            return yield* InvalidRequest.single(["body", "conversation_id"], "The contact has no phone number", "contact_unreachable")
+          }
+          const at = yield* now
+          const windowOpen = conversation.last_inbound_at !== null &&
+            Date.parse(at) - Date.parse(conversation.last_inbound_at) < CUSTOMER_SERVICE_WINDOW_MS
+          if (!windowOpen) {
+            return yield* InvalidRequest.single(["body", "conversation_id"], WINDOW_CLOSED, "customer_service_window_closed")
+          }
+          // Stored before the operator is called, so a crash in between leaves a `pending` message, not nothing.
+          const pending: MessageRecord = {
+            id: yield* newId,
+            tenant_id: tenantId,
+            conversation_id: conversation.id,
+            channel_id: channel.id,
+            contact_id: contact.id,
+            direction: "outbound",
+            message_type: "text",
+            text,
+            content: {},
+            status: "pending",
+            external_id: null,
+            error: null,
+            created_at: at,
+            updated_at: null,
+            sent_at: null,
+            delivered_at: null,
+            read_at: null,
+            failed_at: null
+          }
+          yield* messages.insert(pending)
+          const sent = yield* Effect.result(platform.sendMessage(
+            credentials.value,
+            contact.phone.replace(/^\+/, ""),
+            { type: "text", text: { body: text, preview_url: false } }
+          ))
+          if (sent._tag === "Failure") {
+            const error = sent.failure
+            const failedAt = yield* now
+            yield* messages.update(tenantId, {
+              ...pending,
+              status: "failed",
+              failed_at: failedAt,
+              updated_at: failedAt,
+              error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
+            })
+            return yield* operatorFailure(error)
+          }
+          return yield* transactor.withTransaction(Effect.gen(function*() {
+            const sentAt = yield* now
+            const stored = yield* catchUp({
+              ...pending,
+              status: "sent",
+              external_id: sent.success.messageId,
+              sent_at: sentAt,
+              updated_at: sentAt
+            })
+            yield* messages.update(tenantId, stored)
+            yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
+            const wire = toMessage(stored, [])
+            yield* outbox.append([yield* messageEvent("message.sent", wire)])
+            return wire
+          }))
+        }),
+        get: Effect.fn("MessageService.get")(function*(tenantId, id) {
+          const found = yield* messages.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          return (yield* wireOf([found.value]))[0]!
+        }),
+        list: Effect.fn("MessageService.list")(function*(tenantId, conversationId, page) {
+          yield* conversations.get(tenantId, conversationId)
+          const { items, total } = yield* messages.listByConversation(tenantId, conversationId, toWindow(page))
+          return { items: yield* wireOf(items), total }
+        })
+      })
+    })
+  )
+}
