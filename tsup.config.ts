@@ -8,6 +8,7 @@ export default defineConfig({
     node: "adapters/node/index.ts",
     clock: "adapters/clock/ManualClock.ts",
     providers: "adapters/providers/SimulatedProviders.ts",
+    chatapp: "adapters/chatapp/index.ts",
     http: "adapters/http/GuardedHttp.ts",
     testing: "test/conformance/index.ts"
   },

@@ -14,6 +14,26 @@ export interface HostConfig {
   readonly outboundAllow: ReadonlyArray<string>
   /** `OMNI_LEASE_SECONDS`: how long a worker's claim on a delivery lasts before another may take it. */
   readonly leaseSeconds: number
+  /** `OMNI_CHATAPP_GRAPH_URL`: the operator's Graph API base, version included; unset: the simulator. */
+  readonly chatappGraphUrl: string | undefined
+  /** `OMNI_CHATAPP_APP_SECRET`: signs the operator's webhooks; unset: one kept in the data dir. */
+  readonly chatappAppSecret: string | undefined
+  /** `OMNI_CHATAPP_VERIFY_TOKEN`: answers the operator's handshake; unset: one kept in the data dir. */
+  readonly chatappVerifyToken: string | undefined
+}
+
+const httpUrl = (name: string, raw: string | undefined): string | undefined => {
+  if (raw === undefined || raw === "") return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new Error(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`)
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`)
+  }
+  return raw.replace(/\/+$/, "")
 }
 
 const integer = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
@@ -41,6 +61,9 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     testClock: testClock === "manual" ? "manual" : undefined,
     workers: integer("OMNI_WORKERS", env.OMNI_WORKERS, 1, 0, 64),
     outboundAllow: parseOutboundAllow(env.OMNI_OUTBOUND_ALLOW),
-    leaseSeconds: integer("OMNI_LEASE_SECONDS", env.OMNI_LEASE_SECONDS, 120, 5, 3600)
+    leaseSeconds: integer("OMNI_LEASE_SECONDS", env.OMNI_LEASE_SECONDS, 120, 5, 3600),
+    chatappGraphUrl: httpUrl("OMNI_CHATAPP_GRAPH_URL", env.OMNI_CHATAPP_GRAPH_URL),
+    chatappAppSecret: env.OMNI_CHATAPP_APP_SECRET || undefined,
+    chatappVerifyToken: env.OMNI_CHATAPP_VERIFY_TOKEN || undefined
   }
 }

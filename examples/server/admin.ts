@@ -1,6 +1,8 @@
 import { Effect } from "effect"
 import { Auth, make } from "omnichannel-core"
+import { makeGuardedHttp } from "omnichannel-core/http"
 import { readConfig } from "./Config.ts"
+import { operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
 
 /** `admin <command…> [--flag value …]`: the operator CLI of HOST.md. Prints one JSON object. */
@@ -10,7 +12,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   api-key revoke --id ID
   user create --email E
   billing-account create --user ID [--name N]
-  tenant set-sms --tenant ID --enabled true|false`
+  tenant set-sms --tenant ID --enabled true|false
+  channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T`
 
 type Flags = Readonly<Record<string, string | true>>
 
@@ -73,6 +76,16 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
         if (enabled !== "true" && enabled !== "false") throw new UsageError("--enabled takes true or false")
         return yield* operator.setSmsEnabled(required(flags, "tenant"), enabled === "true")
       }
+      case "channel create": {
+        const type = required(flags, "type")
+        // Every other flag is an input of the type's provider, named as on the connect page.
+        const inputs = Object.fromEntries(
+          Object.entries(flags)
+            .filter(([name]) => name !== "tenant" && name !== "type")
+            .map(([name]) => [name.replaceAll("-", "_"), required(flags, name)])
+        )
+        return yield* operator.createChannel({ tenantId: required(flags, "tenant"), type, inputs })
+      }
       default:
         throw new UsageError(words.length === 0 ? "no command given" : `unknown command: ${words.join(" ")}`)
     }
@@ -95,13 +108,19 @@ const main = async () => {
   }
   const config = readConfig(process.env)
   // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
-  const app = await make({ storage: storageFor(config.databaseUrl, { checkpoints: "inline" }) })
+  // Connecting a channel checks its credentials with the operator, through the guarded client.
+  const outbound = makeGuardedHttp({ allow: config.outboundAllow })
+  const app = await make({
+    storage: storageFor(config.databaseUrl, { checkpoints: "inline" }),
+    ...operatorOptions(config, outbound)
+  })
   try {
     const result = await app.run(Effect.suspend(() => command(words, flags)))
     process.stdout.write(`${JSON.stringify(result)}\n`)
     return 0
   } finally {
     await app.dispose()
+    await outbound.close()
   }
 }
 

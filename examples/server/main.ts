@@ -3,10 +3,10 @@ import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
 import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
-import { nodeHmacSigner, serve } from "omnichannel-core/node"
-import { simulatedProviders } from "omnichannel-core/providers"
+import { makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { readConfig } from "./Config.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
+import { fileOptions, operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
 import { withTestClockRoutes } from "./TestClockRoutes.ts"
 import { startWorkers } from "./Workers.ts"
@@ -29,10 +29,13 @@ const main = async () => {
   // The public URL defaults to the address actually bound, known once the server listens.
   let boundUrl = `http://${config.host}:${config.port}`
   const outbound = makeGuardedHttp({ allow: config.outboundAllow })
+  const files = fileOptions(config)
   const app = await make({
     storage: storageFor(config.databaseUrl),
     clock: clock?.clock,
-    providers: simulatedProviders,
+    ...operatorOptions(config, outbound),
+    blobStore: makeFileBlobStore(files.filesDir),
+    downloads: files.downloads,
     outbound,
     signer: nodeHmacSigner,
     // Mail is dated by the host's clock, like everything background work does.

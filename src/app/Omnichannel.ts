@@ -1,4 +1,4 @@
-import { Cause, Clock, Deferred, Effect, Fiber, Layer, ManagedRuntime } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Fiber, Layer, ManagedRuntime } from "effect"
 import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
 import { Operator } from "../auth/Operator.ts"
 import { channelRoutes } from "../channels/ChannelRoutes.ts"
@@ -29,9 +29,37 @@ import { tenantRoutes } from "../tenants/TenantRoutes.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 import { webhookEndpointRoutes } from "../webhooks/WebhookEndpointRoutes.ts"
 import { WebhookEndpointService } from "../webhooks/WebhookEndpointService.ts"
+import { AttachmentService } from "../attachments/AttachmentService.ts"
+import { DownloadLinks, makeDownloadLinks } from "../attachments/DownloadLinks.ts"
+import { makeFileDownloadHandler } from "../attachments/FileDownload.ts"
+import { makeMemoryBlobStore } from "../attachments/MemoryBlobStore.ts"
+import { conversationRoutes } from "../conversations/ConversationRoutes.ts"
+import { ConversationService } from "../conversations/ConversationService.ts"
+import { ChatappWebhookSettings } from "../inbound/ChatappWebhookSettings.ts"
+import { DEFAULT_INBOUND_SETTINGS, type InboundSettings, makeInboundJob } from "../inbound/InboundProcessor.ts"
+import { CHATAPP_WEBHOOK_PATH, makeInboundHandler } from "../inbound/InboundRoutes.ts"
+import { InboundService } from "../inbound/InboundService.ts"
+import { ChatappHandlers } from "../kernel/ChatappEvents.ts"
+import { randomToken } from "../kernel/Secret.ts"
+import { messageRoutes } from "../messages/MessageRoutes.ts"
+import { MessageService } from "../messages/MessageService.ts"
+import { BlobStore } from "../ports/BlobStore.ts"
+import { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
 
-/** What the host configures: channel providers, where connect links point, outbound HTTP, notices and signing. */
-export type HostServices = ChannelProviders | ConnectLinks | OutboundHttp | Notifier | HmacSigner
+/**
+ * What the host configures: channel providers, where connect links point, outbound HTTP, notices,
+ * signing, the chat-app operator and its webhook secrets, where files live and how links to them are signed.
+ */
+export type HostServices =
+  | ChannelProviders
+  | ConnectLinks
+  | OutboundHttp
+  | Notifier
+  | HmacSigner
+  | ChatPlatform
+  | ChatappWebhookSettings
+  | BlobStore
+  | DownloadLinks
 
 /** The library's own services. */
 export type CoreServices =
@@ -46,24 +74,56 @@ export type CoreServices =
   | WebhookDispatcher
   | Operator
   | BackgroundWork
+  | ConversationService
+  | MessageService
+  | AttachmentService
+  | InboundService
+  | ChatappHandlers
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
 
-/** The library's services over the given storage ports and host services. */
-export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | HostServices> = Layer.mergeAll(
-  ApiKeyAuth.layer,
-  ContactService.layer,
-  Operator.layer,
-  ConnectTokenService.layer,
-  WebhookEndpointService.layer,
-  WebhookDeliveryService.layer,
-  Layer.effect(BackgroundWork, Effect.map(WebhookDispatcher, (dispatcher) => BackgroundWork.of({ jobs: dispatcher.jobs })))
-).pipe(
-  // The dispatcher mails suspension notices through the tenants' service.
-  Layer.provideMerge(WebhookDispatcher.layer),
-  Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer))
+/**
+ * The handlers of inbound chat-app traffic, in the order they run (ARCHITECTURE.md, "Inbound
+ * traffic"): the pipeline de-duplicates first; keywords and flow answers will come before the
+ * conversation and message store, which runs last.
+ */
+const chatappHandlersLayer = Layer.effect(
+  ChatappHandlers,
+  Effect.map(MessageService, (messages) =>
+    ChatappHandlers.of({ messages: [messages.storeHandler], statuses: [messages.statusHandler], fields: {} }))
 )
+
+/** The inbound processor's settings. */
+export class InboundSettingsService extends Context.Service<InboundSettingsService, InboundSettings>()(
+  "omnichannel-core/app/InboundSettings"
+) {}
+
+/** The library's services over the given storage ports and host services. */
+export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | HostServices | InboundSettingsService> =
+  Layer.mergeAll(
+    ApiKeyAuth.layer,
+    Operator.layer,
+    ConnectTokenService.layer,
+    WebhookEndpointService.layer,
+    WebhookDeliveryService.layer,
+    InboundService.layer,
+    Layer.effect(
+      BackgroundWork,
+      Effect.gen(function*() {
+        const dispatcher = yield* WebhookDispatcher
+        const inbound = yield* makeInboundJob(yield* InboundSettingsService)
+        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound] })
+      })
+    )
+  ).pipe(
+    Layer.provideMerge(chatappHandlersLayer),
+    Layer.provideMerge(MessageService.layer),
+    // The dispatcher mails suspension notices through the tenants' service.
+    Layer.provideMerge(WebhookDispatcher.layer),
+    Layer.provideMerge(Layer.mergeAll(ConversationService.layer, AttachmentService.layer, ContactService.layer)),
+    Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer))
+  )
 
 /** Every route of the `/api/v1` surface. */
 export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
@@ -73,7 +133,9 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...connectTokenRoutes,
   ...webhookEndpointRoutes,
   ...webhookDeliveryRoutes,
-  ...eventRoutes
+  ...eventRoutes,
+  ...conversationRoutes,
+  ...messageRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
@@ -105,12 +167,55 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly dispatch?: Partial<DispatchSettings>
   /** Replaces the wall clock (the reference host's manual test clock). */
   readonly clock?: Clock.Clock
+  /**
+   * The chat-app operator: `makeGraphChatPlatform` or `makeSimulatedChatPlatform` from
+   * `omnichannel-core/chatapp`. Without one, every operator call fails (sends answer 502).
+   */
+  readonly chatPlatform?: ChatPlatform["Service"]
+  /**
+   * The operator's webhook secrets: the app secret that signs `POST /webhooks/chatapp` and the
+   * handshake's verify token. Without them, random ones are drawn, which no operator knows.
+   */
+  readonly chatappWebhook?: { readonly appSecret: string; readonly verifyToken: string }
+  /** Where attachment bytes live, e.g. `makeFileBlobStore(dir)` from `omnichannel-core/node`; default in memory. */
+  readonly blobStore?: BlobStore["Service"]
+  /**
+   * Signed download links of attachments: the key that signs them (default random, so links die with
+   * the process), the path they are served at below the public URL (default `/files`) and how long
+   * they last (default 3600 seconds).
+   */
+  readonly downloads?: { readonly secret?: string; readonly path?: string; readonly ttlSeconds?: number }
+  /** Overrides of the inbound processor's batch size, lease and tries. */
+  readonly inbound?: Partial<InboundSettings>
 }
 
 const noOutbound: OutboundClient = {
   request: () =>
     Effect.fail(new OutboundError({ reason: "Connection", message: "no outbound HTTP client is configured" }))
 }
+
+const noChatPlatform: ChatPlatform["Service"] = (() => {
+  const fail = () =>
+    Effect.fail(new ChatPlatformError({
+      kind: "other",
+      code: null,
+      subcode: null,
+      message: "no chat-app operator is configured",
+      userTitle: null,
+      userMessage: null,
+      fbtraceId: null,
+      httpStatus: null
+    }))
+  return ChatPlatform.of({
+    name: "none",
+    sendMessage: fail,
+    listTemplates: fail,
+    createTemplate: fail,
+    browseLibrary: fail,
+    phoneNumber: fail,
+    fetchMedia: fail
+  })
+})()
 
 const logNotifier = Notifier.of({
   send: (notification: Notification) =>
@@ -144,6 +249,10 @@ export interface Omnichannel {
   readonly apiHandler: ApiHandler
   /** The connect page alone (paths below `connectPath`). */
   readonly connectPageHandler: ApiHandler
+  /** The operator's webhooks alone (`GET` and `POST /webhooks/chatapp`). */
+  readonly inboundHandler: ApiHandler
+  /** Attachment downloads alone (signed links below the files path). */
+  readonly fileHandler: ApiHandler
   /** Runs an Effect program against the library's services and ports (operator commands, custom use cases). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Services | StoragePorts>) => Promise<A>
   /** Runs every piece of background work that is due now, until nothing is; resolves to the units done. */
@@ -163,17 +272,30 @@ export interface Omnichannel {
 /** Starts the library over the given storage: builds the services and the HTTP handler. */
 export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichannel> => {
   const publicUrl = options.publicUrl ?? "http://localhost"
+  const publicUrlOf = typeof publicUrl === "string" ? () => publicUrl : publicUrl
   const connectPath = `/${(options.connectPath ?? "/connect").replace(/^\/+|\/+$/g, "")}`
+  const filesPath = `/${(options.downloads?.path ?? "/files").replace(/^\/+|\/+$/g, "")}`
+  const random = () => Effect.runSync(randomToken(40))
   const host = Layer.mergeAll(
     Layer.succeed(ChannelProviders, ChannelProviders.of({ byType: options.providers ?? {} })),
-    Layer.succeed(ConnectLinks, ConnectLinks.of({
-      publicUrl: typeof publicUrl === "string" ? () => publicUrl : publicUrl,
-      path: connectPath
-    })),
+    Layer.succeed(ConnectLinks, ConnectLinks.of({ publicUrl: publicUrlOf, path: connectPath })),
     Layer.succeed(OutboundHttp, outboundHttpOf(options.outbound ?? noOutbound)),
     Layer.succeed(Notifier, options.notifier ?? logNotifier),
     Layer.succeed(HmacSigner, options.signer ?? webCryptoSigner),
-    Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch })
+    Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch }),
+    Layer.succeed(ChatPlatform, options.chatPlatform ?? noChatPlatform),
+    Layer.succeed(
+      ChatappWebhookSettings,
+      ChatappWebhookSettings.of(options.chatappWebhook ?? { appSecret: random(), verifyToken: random() })
+    ),
+    Layer.succeed(BlobStore, options.blobStore ?? makeMemoryBlobStore()),
+    Layer.succeed(DownloadLinks, makeDownloadLinks({
+      secret: options.downloads?.secret ?? random(),
+      publicUrl: publicUrlOf,
+      path: filesPath,
+      ...(options.downloads?.ttlSeconds === undefined ? {} : { ttlSeconds: options.downloads.ttlSeconds })
+    })),
+    Layer.succeed(InboundSettingsService, { ...DEFAULT_INBOUND_SETTINGS, ...options.inbound })
   )
   // Workers in this process start at once on events it commits (see `withOutboxSignal`).
   const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(withOutboxSignal(options.storage), host)))
@@ -186,15 +308,21 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       makeApiHandler(routes, { ...options, title: "omnichannel-core", version: VERSION })
     )
     const connectPageHandler = await runtime.runPromise(makeConnectPageHandler)
+    const inboundHandler = await runtime.runPromise(makeInboundHandler)
+    const fileHandler = await runtime.runPromise(makeFileDownloadHandler)
+    const below = (pathname: string, path: string) => pathname === path || pathname.startsWith(`${path}/`)
     return {
       handler: (request) => {
         const { pathname } = new URL(request.url)
-        return pathname === connectPath || pathname.startsWith(`${connectPath}/`)
-          ? connectPageHandler(request)
-          : apiHandler(request)
+        if (below(pathname, connectPath)) return connectPageHandler(request)
+        if (pathname === CHATAPP_WEBHOOK_PATH) return inboundHandler(request)
+        if (below(pathname, filesPath)) return fileHandler(request)
+        return apiHandler(request)
       },
       apiHandler,
       connectPageHandler,
+      inboundHandler,
+      fileHandler,
       run: (effect) => runtime.runPromise(effect),
       drainDueWork: () => runtime.runPromise(Effect.flatMap(BackgroundWork, (work) => drainDueWork(work.jobs))),
       startWorkers: (workerOptions = {}) => {

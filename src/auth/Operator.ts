@@ -9,6 +9,8 @@ import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { ApiKeyStore } from "../ports/ApiKeyStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
+import { ChannelService } from "../channels/ChannelService.ts"
+import { ChannelProviders } from "../ports/ChannelProviders.ts"
 import { TenantService } from "../tenants/TenantService.ts"
 import { API_KEY_KIND, USER_TOKEN_KIND } from "./ApiKeyAuth.ts"
 
@@ -37,6 +39,17 @@ export interface Bootstrapped extends IssuedUser {
 
 type OperatorError = InvalidRequest | NotFound | Conflict | StorageError
 
+/** What `channel create` prints. */
+export interface CreatedChannel {
+  readonly channel_id: string
+  readonly tenant_id: string
+  readonly type: string
+  readonly name: string
+  readonly external_id: string
+  readonly status: string
+  readonly config: Readonly<Record<string, string>>
+}
+
 /** The operator's commands (HOST.md's admin CLI): users, billing accounts, API keys, bootstrap. */
 export class Operator extends Context.Service<Operator, {
   readonly createUser: (email: string) => Effect.Effect<IssuedUser, OperatorError>
@@ -58,6 +71,15 @@ export class Operator extends Context.Service<Operator, {
     enabled: boolean
   ) => Effect.Effect<{ readonly tenant_id: string; readonly sms_enabled: boolean }, OperatorError>
   readonly revokeApiKey: (id: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, OperatorError>
+  /**
+   * A connected channel of `type` for a tenant, as if connected through a link: the type's provider
+   * checks the inputs (for `chatapp`, against the operator) and `channel.created` is emitted.
+   */
+  readonly createChannel: (input: {
+    readonly tenantId: string
+    readonly type: string
+    readonly inputs: Readonly<Record<string, string>>
+  }) => Effect.Effect<CreatedChannel, OperatorError>
   /** A new owner user, a billing account they own, a tenant in it and a parent key holding every scope. */
   readonly bootstrap: (input: {
     readonly email?: string
@@ -71,6 +93,8 @@ export class Operator extends Context.Service<Operator, {
       const keys = yield* ApiKeyStore
       const tenants = yield* TenantService
       const transactor = yield* Transactor
+      const channels = yield* ChannelService
+      const providers = yield* ChannelProviders
 
       const createUser = Effect.fn("Operator.createUser")(function*(email: string) {
         if (!EMAIL_PATTERN.test(email.trim()) || email.length > 254) {
@@ -153,7 +177,44 @@ export class Operator extends Context.Service<Operator, {
         }
       })
 
+      const createChannel = Effect.fn("Operator.createChannel")(function*(input: {
+        readonly tenantId: string
+        readonly type: string
+        readonly inputs: Readonly<Record<string, string>>
+      }) {
+        if (Option.isNone(yield* tenants.get(input.tenantId))) {
+          return yield* new NotFound({ message: `Tenant ${input.tenantId} not found` })
+        }
+        const provider = providers.byType[input.type]
+        if (provider === undefined) {
+          return yield* InvalidRequest.single(["type"], `No provider for channel type ${input.type} is configured here`)
+        }
+        const connection = yield* provider.connect(input.inputs).pipe(Effect.mapError((rejected) =>
+          new InvalidRequest({
+            issues: Object.keys(rejected.fields).length === 0
+              ? [{ loc: ["type"], msg: rejected.message, type: "provider_rejected" }]
+              : Object.entries(rejected.fields).map(([field, msg]) => ({ loc: [field], msg, type: "provider_rejected" }))
+          })
+        ))
+        const channel = yield* channels.connect({
+          tenantId: input.tenantId,
+          platform: input.type,
+          connection,
+          connectTokenId: null
+        })
+        return {
+          channel_id: channel.id,
+          tenant_id: channel.tenant_id,
+          type: channel.platform,
+          name: channel.name,
+          external_id: channel.external_id,
+          status: channel.status,
+          config: channel.config
+        }
+      })
+
       return Operator.of({
+        createChannel,
         createUser,
         createBillingAccount,
         createApiKey,

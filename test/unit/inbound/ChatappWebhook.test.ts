@@ -1,0 +1,115 @@
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { parseChatappPayload } from "../../../src/inbound/ChatappWebhook.ts"
+import { chatappContentOf } from "../../../src/messages/ChatappContent.ts"
+
+const bytes = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
+const parse = (value: unknown) => Effect.runPromise(parseChatappPayload(bytes(value)))
+
+const change = (phone: string, value: Record<string, unknown>, field = "messages") => ({
+  field,
+  value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550001111", phone_number_id: phone }, ...value }
+})
+
+describe("reading operator payloads", () => {
+  it("reads every entry and every change, not only the first", async () => {
+    const payload = {
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "111",
+          changes: [
+            change("p1", {
+              contacts: [{ profile: { name: "Ana" }, wa_id: "34600000001" }],
+              messages: [
+                { from: "34600000001", id: "wamid.A", timestamp: "1764150000", type: "text", text: { body: "hola" } },
+                { from: "34600000001", id: "wamid.B", timestamp: "1764150001", type: "text", text: { body: "¿hay alguien?" } }
+              ]
+            }),
+            change("p1", { statuses: [{ id: "wamid.OUT", status: "read", timestamp: "1764150002", recipient_id: "34600000001" }] })
+          ]
+        },
+        { id: "222", changes: [change("p2", { messages: [{ from: "4915100000002", id: "wamid.C", type: "reaction", reaction: { message_id: "wamid.OUT", emoji: "👍" } }] })] },
+        { id: "333", changes: [{ field: "phone_number_quality_update", value: { display_phone_number: "1555", event: "FLAGGED", current_limit: "TIER_1K" } }] }
+      ]
+    }
+    const { events, notes } = await parse(payload)
+    expect(notes).toEqual([])
+    expect(events.map((e) => e.key)).toEqual([
+      "message:wamid.A",
+      "message:wamid.B",
+      "status:wamid.OUT:read",
+      "message:wamid.C",
+      expect.stringMatching(/^field:[0-9a-f]{64}$/)
+    ])
+    expect(events[0]).toMatchObject({ kind: "message", phoneNumberId: "p1", profileName: "Ana", from: "34600000001", sentAt: "2025-11-26T09:40:00.000Z" })
+    expect(events[3]).toMatchObject({ kind: "message", phoneNumberId: "p2", entryId: "222", profileName: null })
+    expect(events[4]).toMatchObject({ kind: "field", field: "phone_number_quality_update", entryId: "333" })
+  })
+
+  it("gives a redelivered field change the same key, a different one a different key", async () => {
+    const payload = (event: string) => ({ object: "whatsapp_business_account", entry: [{ id: "1", changes: [{ field: "flows", value: { event } }] }] })
+    const [a, b, c] = await Promise.all([parse(payload("FLOW_STATUS_CHANGE")), parse(payload("FLOW_STATUS_CHANGE")), parse(payload("ENDPOINT_ERROR_RATE"))])
+    expect(a.events[0]!.key).toBe(b.events[0]!.key)
+    expect(a.events[0]!.key).not.toBe(c.events[0]!.key)
+  })
+
+  it("reads a failed status with the operator's error", async () => {
+    const { events } = await parse({
+      object: "whatsapp_business_account",
+      entry: [{ id: "1", changes: [change("p1", { statuses: [{ id: "wamid.X", status: "failed", timestamp: "1764150002", recipient_id: "1", errors: [{ code: 131047, title: "Re-engagement message", message: "Re-engagement message", error_data: { details: "More than 24 hours have passed" } }] }] })] }]
+    })
+    expect(events[0]).toMatchObject({ kind: "status", status: "failed", error: { code: 131047, title: "Re-engagement message", details: "More than 24 hours have passed" } })
+  })
+
+  it("never fails: garbage becomes notes", async () => {
+    for (const body of ["not json", "[]", "null", { object: "page" }, { object: "whatsapp_business_account", entry: [{ changes: [{ value: {} }] }] }, { object: "whatsapp_business_account", entry: [{ id: "1", changes: [change("p", { messages: [{ type: "text" }], statuses: [{ id: "w", status: "exploded" }] })] }] }]) {
+      const parsed = await parse(body)
+      expect(parsed.events.filter((e) => e.kind !== "field")).toEqual([])
+      expect(parsed.notes.length).toBeGreaterThan(0)
+    }
+    const invalidUtf8 = await Effect.runPromise(parseChatappPayload(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])))
+    expect(invalidUtf8.notes).toEqual(["body is not JSON text"])
+  })
+})
+
+describe("what a message object becomes", () => {
+  const of = (message: Record<string, unknown>) => chatappContentOf({ from: "1", id: "wamid.1", timestamp: "1", ...message })
+  it("text, media with caption, location, contacts, button, replies, reaction, unknown", () => {
+    expect(of({ type: "text", text: { body: "hi" } })).toMatchObject({ messageType: "text", text: "hi", media: null })
+    expect(of({ type: "image", image: { id: "m1", mime_type: "image/jpeg", sha256: "x", caption: "look" } })).toMatchObject({
+      messageType: "image",
+      text: "look",
+      media: { id: "m1", mimeType: "image/jpeg", filename: null }
+    })
+    expect(of({ type: "document", document: { id: "d1", mime_type: "application/pdf", filename: "invoice.pdf" } }).media).toEqual({
+      id: "d1",
+      mimeType: "application/pdf",
+      filename: "invoice.pdf"
+    })
+    for (const type of ["audio", "video", "sticker"]) expect(of({ type, [type]: { id: "x", mime_type: "a/b" } }).media?.id).toBe("x")
+    expect(of({ type: "location", location: { latitude: 1.5, longitude: 2.5, name: "Office" } })).toMatchObject({
+      messageType: "location",
+      text: "Office",
+      content: { location: { latitude: 1.5, longitude: 2.5, name: "Office" } }
+    })
+    expect(of({ type: "contacts", contacts: [{ name: { formatted_name: "Bo" } }] }).content.contacts).toEqual([{ name: { formatted_name: "Bo" } }])
+    expect(of({ type: "button", button: { text: "STOP", payload: "stop" } })).toMatchObject({ messageType: "button", text: "STOP" })
+    expect(of({ type: "interactive", interactive: { type: "button_reply", button_reply: { id: "b1", title: "Yes" } } })).toMatchObject({
+      messageType: "interactive",
+      text: "Yes",
+      content: { interactive: { type: "button_reply", id: "b1", title: "Yes" } }
+    })
+    expect(of({ type: "interactive", interactive: { type: "list_reply", list_reply: { id: "r1", title: "Row", description: "d" } } }).text).toBe("Row")
+    expect(of({ type: "interactive", interactive: { type: "nfm_reply", nfm_reply: { name: "flow", body: "Sent", response_json: "{\"flow_token\":\"t\"}" } } })).toMatchObject({
+      text: "Sent",
+      content: { interactive: { type: "nfm_reply", response_json: "{\"flow_token\":\"t\"}" } }
+    })
+    expect(of({ type: "reaction", reaction: { message_id: "wamid.0", emoji: "❤️" } })).toMatchObject({ messageType: "reaction", text: "❤️" })
+    expect(of({ type: "order", order: {}, errors: [{ code: 131051, title: "Unsupported message type" }] })).toMatchObject({
+      messageType: "unsupported",
+      content: { original_type: "order", errors: [{ code: 131051 }] }
+    })
+    expect(of({ type: "text", text: { body: "re" }, context: { from: "1", id: "wamid.0" } }).content).toEqual({ context: { from: "1", id: "wamid.0" } })
+  })
+})
