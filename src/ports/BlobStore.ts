@@ -3,7 +3,7 @@ import { Context, type Effect, type Option, Schema } from "effect"
 /** The blob store could not write or read: a full disk, a permission, a vanished directory. */
 export class BlobStoreError extends Schema.TaggedError<BlobStoreError>()("BlobStoreError", {
   message: Schema.String,
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect())
 }) {}
 
 /** What a write stored. */
