@@ -1,0 +1,12 @@
+import { Schema } from "effect"
+
+/** A file carried by a message, as the API returns it; `url` is a signed link that expires. */
+export const MessageAttachment = Schema.Struct({
+  id: Schema.String,
+  filename: Schema.String,
+  content_type: Schema.String,
+  file_size: Schema.Int,
+  url: Schema.String
+})
+/** A file carried by a message, as the API returns it. */
+export type MessageAttachment = typeof MessageAttachment.Type

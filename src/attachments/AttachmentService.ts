@@ -1,0 +1,155 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { NotFound } from "../kernel/ApiError.ts"
+import { newId } from "../kernel/Id.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore.ts"
+import { BlobStore, type BlobStoreError } from "../ports/BlobStore.ts"
+import type { MessageAttachment } from "./Attachment.ts"
+import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
+import { DownloadLinks } from "./DownloadLinks.ts"
+
+const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found` })
+
+/** An attachment whose bytes are in the blob store and whose record waits for the message carrying it. */
+export type PreparedAttachment = Omit<AttachmentRecord, "message_id" | "conversation_id">
+
+/** A file that arrived with a message, before it is checked and stored. */
+export interface InboundFile {
+  readonly tenantId: string
+  readonly bytes: Uint8Array
+  /** The type the sender claimed, checked against the bytes. */
+  readonly declaredType: string | null
+  readonly filename: string | null
+  /** The operator's media id, for chat-app media. */
+  readonly externalId: string | null
+  readonly origin: AttachmentOrigin
+  readonly direction: "inbound" | "outbound"
+}
+
+// The word a default name starts with: `image-1a2b3c4d.png`, `file-1a2b3c4d.pdf`.
+const kindOf = (contentType: string) => {
+  const top = contentType.split("/")[0]!.toLowerCase()
+  return top === "image" || top === "audio" || top === "video" ? top : "file"
+}
+
+/**
+ * Attachments: files checked and written to the blob store before the message carrying them is
+ * stored, recorded in that message's transaction, listed with their messages and downloaded
+ * through signed links.
+ */
+export class AttachmentService extends Context.Service<AttachmentService, {
+  /**
+   * Checks the bytes' type, names the file safely and writes the bytes under `<tenant>/<id>`,
+   * before the caller's transaction: the record it returns is inserted by `record` inside it, or
+   * the bytes are removed by `discard` if the transaction does not happen.
+   */
+  readonly prepareInbound: (file: InboundFile) => Effect.Effect<PreparedAttachment, BlobStoreError>
+  /** Inserts the record of a prepared attachment for its message (in the caller's transaction). */
+  readonly record: (
+    prepared: PreparedAttachment,
+    carriedBy: { readonly messageId: string; readonly conversationId: string }
+  ) => Effect.Effect<AttachmentRecord, StorageError>
+  /** Removes a prepared attachment's bytes (its message was a duplicate, or rolled back); never fails. */
+  readonly discard: (prepared: PreparedAttachment) => Effect.Effect<void>
+  readonly get: (tenantId: string, id: string) => Effect.Effect<AttachmentRecord, NotFound | StorageError>
+  /** The attachments of these messages, in creation order. */
+  readonly listByMessages: (
+    tenantId: string,
+    messageIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<AttachmentRecord>, StorageError>
+  /** The API's form of an attachment, with a freshly signed download link. */
+  readonly toWire: (record: AttachmentRecord) => Effect.Effect<MessageAttachment>
+  /** The record and its bytes, for the download handler; none when either is missing. */
+  readonly open: (
+    tenantId: string,
+    id: string
+  ) => Effect.Effect<
+    Option.Option<{ readonly record: AttachmentRecord; readonly stream: ReadableStream<Uint8Array> }>,
+    StorageError | BlobStoreError
+  >
+}>()("omnichannel-core/attachments/AttachmentService") {
+  static readonly layer = Layer.effect(
+    AttachmentService,
+    Effect.gen(function*() {
+      const attachments = yield* AttachmentStore
+      const blobs = yield* BlobStore
+      const links = yield* DownloadLinks
+
+      return AttachmentService.of({
+        prepareInbound: Effect.fn("AttachmentService.prepareInbound")(function*(file: InboundFile) {
+          const id = yield* newId
+          const checked = yield* detectContentType(file.bytes, file.declaredType)
+          if (!checked.matches) {
+            yield* Effect.logWarning("attachment bytes differ from the declared type").pipe(
+              Effect.annotateLogs({ attachment_id: id, declared: file.declaredType, detected: checked.contentType })
+            )
+          }
+          const fallback = `${kindOf(checked.contentType)}-${id.slice(0, 8)}.${extensionFor(checked.contentType)}`
+          const blobKey = `${file.tenantId}/${id}`
+          const written = yield* blobs.put(blobKey, file.bytes)
+          return {
+            id,
+            tenant_id: file.tenantId,
+            direction: file.direction,
+            origin: file.origin,
+            filename: file.filename === null ? fallback : safeFilename(file.filename, fallback),
+            content_type: checked.contentType,
+            file_size: written.size,
+            blob_key: blobKey,
+            external_id: file.externalId,
+            created_at: yield* now
+          }
+        }),
+        record: Effect.fn("AttachmentService.record")(function*(prepared, carriedBy) {
+          const record: AttachmentRecord = {
+            ...prepared,
+            message_id: carriedBy.messageId,
+            conversation_id: carriedBy.conversationId
+          }
+          yield* attachments.insert(record)
+          return record
+        }),
+        discard: Effect.fn("AttachmentService.discard")(function*(prepared) {
+          yield* blobs.delete(prepared.blob_key).pipe(
+            Effect.catch((error) =>
+              Effect.logWarning("could not remove a discarded attachment's bytes", error).pipe(
+                Effect.annotateLogs({ attachment_id: prepared.id, blob_key: prepared.blob_key })
+              )
+            )
+          )
+        }),
+        get: Effect.fn("AttachmentService.get")(function*(tenantId, id) {
+          const found = yield* attachments.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          return found.value
+        }),
+        listByMessages: Effect.fn("AttachmentService.listByMessages")(function*(tenantId, messageIds) {
+          if (messageIds.length === 0) return []
+          return yield* attachments.listByMessages(tenantId, messageIds)
+        }),
+        toWire: Effect.fn("AttachmentService.toWire")(function*(record: AttachmentRecord) {
+          return {
+            id: record.id,
+            filename: record.filename,
+            content_type: record.content_type,
+            file_size: record.file_size,
+            url: yield* links.sign(record.tenant_id, record.id)
+          }
+        }),
+        open: Effect.fn("AttachmentService.open")(function*(tenantId, id) {
+          const found = yield* attachments.get(tenantId, id)
+          if (Option.isNone(found)) return Option.none()
+          const stream = yield* blobs.get(found.value.blob_key)
+          if (Option.isNone(stream)) {
+            yield* Effect.logWarning("an attachment's record has no bytes in the blob store").pipe(
+              Effect.annotateLogs({ attachment_id: id, blob_key: found.value.blob_key })
+            )
+            return Option.none()
+          }
+          return Option.some({ record: found.value, stream: stream.value })
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,10 @@
+/** Attachments: files carried by messages, their checked types and signed download links. */
+export { MessageAttachment } from "./Attachment.ts"
+export { AttachmentService } from "./AttachmentService.ts"
+export { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
+export { DownloadLinks, makeDownloadLinks } from "./DownloadLinks.ts"
+export { makeFileDownloadHandler } from "./FileDownload.ts"
+export { makeMemoryBlobStore } from "./MemoryBlobStore.ts"
+export type { InboundFile, PreparedAttachment } from "./AttachmentService.ts"
+export type { CheckedType } from "./ContentCheck.ts"
+export type { DownloadLinksOptions, DownloadTarget } from "./DownloadLinks.ts"
