@@ -20,7 +20,11 @@ const STORE_OWNERS = {
   ChannelStore: "channels",
   ConnectTokenStore: "connect-tokens",
   WebhookEndpointStore: "webhooks",
-  WebhookDeliveryStore: "webhooks"
+  WebhookDeliveryStore: "webhooks",
+  InboundStore: "inbound",
+  ConversationStore: "conversations",
+  MessageStore: "messages",
+  AttachmentStore: "attachments"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

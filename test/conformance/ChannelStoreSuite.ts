@@ -29,7 +29,8 @@ const twoTenants = Effect.gen(function*() {
 
 /**
  * ChannelStore: every field round-trips; update replaces; list pages newest first; no tenant reaches
- * another's channels. Needs TenantStore and AccountStore for the tenants channels belong to.
+ * another's channels, save through the one read across tenants, of the active channels holding a
+ * provider id. Needs TenantStore and AccountStore for the tenants channels belong to.
  */
 export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore, "channels"> = makeSuite({
   name: "ChannelStore",
@@ -125,6 +126,41 @@ export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore,
         seen.push(...items.map((c) => c.id))
       }
       expect([...seen].sort()).toEqual(channels.map((c) => c.id).sort())
+    })
+
+    it("finds the active channels of a platform and provider id in every tenant, newest first, and no others", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const externalId = `10655${globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`
+      const older = channelRecord(a.id, { external_id: externalId, created_at: "2026-11-22T10:00:00.000Z" })
+      const newer = channelRecord(b.id, { external_id: externalId, created_at: "2026-11-22T11:00:00.000Z" })
+      const disconnected = channelRecord(b.id, {
+        external_id: externalId,
+        status: "disconnected",
+        created_at: "2026-11-22T12:00:00.000Z",
+        disconnected_at: "2026-11-22T12:30:00.000Z"
+      })
+      const otherPlatform = channelRecord(a.id, { platform: "smtp_imap", external_id: externalId })
+      const otherNumber = channelRecord(a.id, { external_id: `${externalId}9` })
+      await h().run(insertAll([disconnected, older, otherPlatform, newer, otherNumber]))
+      const find = (platform: string, id: string) => h().run(ChannelStore.use((s) => s.findActiveByExternalId(platform, id)))
+
+      expect(await find("chatapp", externalId)).toEqual([newer, older])
+      expect(await find("smtp_imap", externalId)).toEqual([otherPlatform])
+      expect(await find("chatapp", `${externalId}8`)).toEqual([])
+    })
+
+    it("finds no channel by provider id once every channel holding it is disconnected", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const externalId = `10655${globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`
+      const channel = channelRecord(tenant.id, { external_id: externalId })
+      await h().run(insertAll([channel]))
+      const find = () => h().run(ChannelStore.use((s) => s.findActiveByExternalId("chatapp", externalId)))
+
+      expect(await find()).toEqual([channel])
+      const disconnected: ChannelRecord = { ...channel, status: "disconnected", disconnected_at: "2026-11-22T12:00:00.000Z" }
+      expect(await h().run(ChannelStore.use((s) => s.update(tenant.id, disconnected)))).toBe(true)
+      expect(await find()).toEqual([])
     })
 
     it("returns nothing for another tenant's channel", async () => {

@@ -2,9 +2,13 @@ import { Effect } from "effect"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import { AccountStore, type BillingAccountRecord, type UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
+import type { AttachmentRecord } from "../../src/ports/AttachmentStore.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
+import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
+import type { InboundPayloadRecord } from "../../src/ports/InboundStore.ts"
+import type { MessageRecord } from "../../src/ports/MessageStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
@@ -177,6 +181,85 @@ export const webhookEndpointRecord = (tenantId: string, overrides: Partial<Webho
     ...overrides
   }
 }
+
+/**
+ * An open conversation of `tenantId` with no messages yet. Its channel and contact are fresh ids
+ * unless given: the stores keep no reference to them.
+ */
+export const conversationRecord = (tenantId: string, overrides: Partial<ConversationRecord> = {}): ConversationRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  channel_id: id(),
+  contact_id: id(),
+  status: "open",
+  subject: null,
+  created_at: AT,
+  updated_at: null,
+  closed_at: null,
+  last_message_at: null,
+  last_inbound_at: null,
+  ...overrides
+})
+
+/** An inbound text message received in `conversation`, with a unique operator id. */
+export const messageRecord = (conversation: ConversationRecord, overrides: Partial<MessageRecord> = {}): MessageRecord => ({
+  id: id(),
+  tenant_id: conversation.tenant_id,
+  conversation_id: conversation.id,
+  channel_id: conversation.channel_id,
+  contact_id: conversation.contact_id,
+  direction: "inbound",
+  message_type: "text",
+  text: "Hello",
+  content: {},
+  status: "received",
+  external_id: `wamid.${id()}`,
+  error: null,
+  created_at: AT,
+  updated_at: null,
+  sent_at: null,
+  delivered_at: null,
+  read_at: null,
+  failed_at: null,
+  ...overrides
+})
+
+/** An uploaded PDF of `tenantId`, attached to no message yet. */
+export const attachmentRecord = (tenantId: string, overrides: Partial<AttachmentRecord> = {}): AttachmentRecord => {
+  const attachmentId = id()
+  return {
+    id: attachmentId,
+    tenant_id: tenantId,
+    message_id: null,
+    conversation_id: null,
+    direction: "outbound",
+    origin: "upload",
+    filename: "invoice.pdf",
+    content_type: "application/pdf",
+    file_size: 48_213,
+    blob_key: `${tenantId}/${attachmentId}`,
+    external_id: null,
+    created_at: AT,
+    ...overrides
+  }
+}
+
+/** A chat-app payload as received, pending and due at once. */
+export const inboundPayloadRecord = (overrides: Partial<InboundPayloadRecord> = {}): InboundPayloadRecord => ({
+  id: id(),
+  source: "chatapp",
+  route_key: null,
+  body: new TextEncoder().encode(`{"object":"business_account","entry":[]}`),
+  content_type: "application/json",
+  received_at: AT,
+  status: "pending",
+  attempts: 0,
+  next_attempt_at: AT,
+  lease_until: null,
+  processed_at: null,
+  note: null,
+  ...overrides
+})
 
 /** A new owner user, a billing account they own and a tenant in it, stored through the ports. */
 export const seedTenant: Effect.Effect<

@@ -39,7 +39,10 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "channels",
   "connectTokens",
   "webhookEndpoints",
-  "webhookDeliveries"
+  "webhookDeliveries",
+  "conversations",
+  "messages",
+  "attachments"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

@@ -2,6 +2,9 @@
 import type { Kysely } from "kysely"
 import type { Database } from "../../adapters/kysely/Database.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
+import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
+import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
+import type { MessageDirection, MessageError, MessageStatus, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { RetryStrategy } from "../../src/ports/WebhookEndpointStore.ts"
 import type { StoredRows } from "./StorageAdapter.ts"
@@ -28,6 +31,13 @@ const channelStatus = oneOf("channel status", ["active", "disconnected"])
 const sourceFilterMode = oneOf("source_filter_mode", ["all", "selected"])
 const retryStrategy = oneOf<RetryStrategy>("retry_strategy", ["exponential", "linear", "none"])
 const deliveryStatus = oneOf<DeliveryStatus>("delivery status", ["pending", "success", "failed", "retrying", "dead_letter", "queued"])
+const inboundSource = oneOf<InboundSource>("inbound source", ["chatapp", "email"])
+const inboundStatus = oneOf<InboundPayloadStatus>("inbound payload status", ["pending", "processed", "failed"])
+const conversationStatus = oneOf("conversation status", ["open", "closed"])
+const direction = oneOf<MessageDirection>("direction", ["inbound", "outbound"])
+const messageStatus = oneOf<MessageStatus>("message status", ["received", "pending", "sent", "delivered", "read", "failed"])
+const reportedStatus = oneOf<MessageStatusReport["status"]>("reported status", ["sent", "delivered", "read", "failed"])
+const attachmentOrigin = oneOf<AttachmentOrigin>("attachment origin", ["chatapp_media", "upload", "url", "email"])
 
 /** An integer column as a number: PostgreSQL hands BIGINT back as text unless told otherwise. */
 const integer = (value: number | string): number => {
@@ -37,6 +47,14 @@ const integer = (value: number | string): number => {
 }
 const integerOrNull = (value: number | string | null): number | null => (value === null ? null : integer(value))
 
+const messageError = (text: string | null): MessageError | null => (text === null ? null : json(text) as MessageError)
+
+/** Stored bytes as a plain Uint8Array: the drivers hand back a Buffer or a Uint8Array, never text. */
+const bytes = (value: unknown): Uint8Array => {
+  if (!(value instanceof Uint8Array)) throw new Error(`stored bytes must be binary, found ${typeof value}`)
+  return new Uint8Array(value)
+}
+
 const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
 
 // The columns of each record, named so a column added for other uses (a claim's lease) is not read.
@@ -45,6 +63,10 @@ const WEBHOOK_ENDPOINT_COLUMNS = [
   "filtered_channel_ids", "filtered_email_integration_ids", "retry_strategy", "max_retries", "timeout_seconds",
   "is_active", "is_verified", "consecutive_failures", "suspended_at", "next_reactivation_at", "reactivation_attempts",
   "permanently_deactivated_at", "last_success_at", "last_failure_at", "last_error", "created_at", "updated_at"
+] as const
+const INBOUND_PAYLOAD_COLUMNS = [
+  "id", "source", "route_key", "body", "content_type", "received_at", "status", "attempts", "next_attempt_at", "lease_until",
+  "processed_at", "note"
 ] as const
 const WEBHOOK_DELIVERY_COLUMNS = [
   "id", "tenant_id", "webhook_endpoint_id", "event_id", "event_type", "envelope", "outbox_seq", "previous_delivery_id",
@@ -128,5 +150,47 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
   fanOutLease: async (id) => {
     const row = await db.selectFrom("webhook_fanout_leases").selectAll().where("id", "=", id).executeTakeFirst()
     return row && { ...row, seqs: (json(row.seqs) as Array<number | string>).map(integer).sort((a, b) => a - b) }
+  },
+  inboundPayload: async (id) => {
+    const row = await db.selectFrom("inbound_payloads").select(INBOUND_PAYLOAD_COLUMNS).where("id", "=", id).executeTakeFirst()
+    return row && {
+      ...row,
+      source: inboundSource(row.source),
+      body: bytes(row.body),
+      status: inboundStatus(row.status),
+      attempts: integer(row.attempts)
+    }
+  },
+  inboundHandled: async (source, key) => {
+    const row = await db.selectFrom("inbound_handled").select("handled_at").where("source", "=", source).where("key", "=", key)
+      .executeTakeFirst()
+    return row?.handled_at
+  },
+  conversations: async (tenantId) => {
+    const rows = await db.selectFrom("conversations").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, status: conversationStatus(row.status) }))
+  },
+  messages: async (tenantId) => {
+    const rows = await db.selectFrom("messages").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      direction: direction(row.direction),
+      status: messageStatus(row.status),
+      content: json(row.content) as Record<string, unknown>,
+      error: messageError(row.error)
+    }))
+  },
+  messageStatuses: async (tenantId) => {
+    const rows = await db.selectFrom("message_statuses").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, status: reportedStatus(row.status), error: messageError(row.error) }))
+  },
+  attachments: async (tenantId) => {
+    const rows = await db.selectFrom("attachments").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      direction: direction(row.direction),
+      origin: attachmentOrigin(row.origin),
+      file_size: integer(row.file_size)
+    }))
   }
 })

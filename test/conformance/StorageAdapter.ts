@@ -2,9 +2,13 @@ import type { Layer } from "effect"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { BillingAccountRecord, UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
+import type { AttachmentRecord } from "../../src/ports/AttachmentStore.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
+import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
+import type { InboundPayloadRecord, InboundSource } from "../../src/ports/InboundStore.ts"
+import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
 import type { FanOutLease, WebhookDeliveryRecord } from "../../src/ports/WebhookDeliveryStore.ts"
@@ -49,6 +53,18 @@ export interface StoredRows {
   readonly webhookDeliveries: (tenantId: string) => Promise<ReadonlyArray<WebhookDeliveryRecord>>
   /** The fan-out lease with this id, its `seqs` in ascending order. */
   readonly fanOutLease: (id: string) => Promise<FanOutLease | undefined>
+  /** The inbound payload with this id, its body as a plain `Uint8Array`. */
+  readonly inboundPayload: (id: string) => Promise<InboundPayloadRecord | undefined>
+  /** When the inbound item `key` of `source` was recorded as handled; `undefined` if it was not. */
+  readonly inboundHandled: (source: InboundSource, key: string) => Promise<string | undefined>
+  /** Every conversation of the tenant, in any order. */
+  readonly conversations: (tenantId: string) => Promise<ReadonlyArray<ConversationRecord>>
+  /** Every message of the tenant, in any order. */
+  readonly messages: (tenantId: string) => Promise<ReadonlyArray<MessageRecord>>
+  /** Every status kept for the tenant's message ids, in any order. */
+  readonly messageStatuses: (tenantId: string) => Promise<ReadonlyArray<MessageStatusReport>>
+  /** Every attachment of the tenant, in any order. */
+  readonly attachments: (tenantId: string) => Promise<ReadonlyArray<AttachmentRecord>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

@@ -2,9 +2,13 @@ import { Effect, Exit, Option, Schema } from "effect"
 import { expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
+import { AttachmentStore } from "../../src/ports/AttachmentStore.ts"
 import { ChannelStore } from "../../src/ports/ChannelStore.ts"
 import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
+import { ConversationStore } from "../../src/ports/ConversationStore.ts"
+import { InboundStore } from "../../src/ports/InboundStore.ts"
+import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
@@ -14,10 +18,14 @@ import { WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { at, deliveryRecord } from "./DeliveryFixtures.ts"
 import {
   apiKeyRecord,
+  attachmentRecord,
   billingAccountRecord,
   channelRecord,
   connectTokenRecord,
   contactRecord,
+  conversationRecord,
+  inboundPayloadRecord,
+  messageRecord,
   outboxEvent,
   tenantRecord,
   userRecord,
@@ -35,25 +43,44 @@ const CHANGED_AT = "2026-11-23T09:00:00.000Z"
 type EveryTable = Exclude<StoredTable, "fanOutLease">
 
 /**
- * A new row for every port, one tenant's. The delivery is finished and the endpoint active, so no
- * other suite's claim takes them up.
+ * A new row for every port, one tenant's. The delivery is finished, the endpoint active and the
+ * inbound payload due only in the year 9000, so no other suite's claim takes them up.
  */
 const rowsOfEveryPort = () => {
   const user = userRecord()
   const account = billingAccountRecord(user.id)
   const tenant = tenantRecord(account.id)
   const endpoint = webhookEndpointRecord(tenant.id)
+  const channel = channelRecord(tenant.id)
+  const contact = contactRecord(tenant.id)
+  const conversation = conversationRecord(tenant.id, { channel_id: channel.id, contact_id: contact.id })
+  const message = messageRecord(conversation)
+  const statusReport: MessageStatusReport = {
+    tenant_id: tenant.id,
+    channel_id: channel.id,
+    external_id: message.external_id!,
+    status: "read",
+    occurred_at: "2026-11-22T10:16:00.000Z",
+    error: null,
+    received_at: "2026-11-22T10:16:01.000Z"
+  }
   return {
     user,
     account,
     tenant,
     apiKey: apiKeyRecord(tenant.id),
-    contact: contactRecord(tenant.id),
+    contact,
     event: outboxEvent(tenant.id),
-    channel: channelRecord(tenant.id),
+    channel,
     connectToken: connectTokenRecord(tenant.id),
     endpoint,
-    delivery: deliveryRecord(endpoint, { status: "success", attempt_number: 1, completed_at: at("12:00:01.000") })
+    delivery: deliveryRecord(endpoint, { status: "success", attempt_number: 1, completed_at: at("12:00:01.000") }),
+    inboundPayload: inboundPayloadRecord({ next_attempt_at: "9000-01-01T00:00:00.000Z" }),
+    handledKey: message.external_id!,
+    conversation,
+    message,
+    statusReport,
+    attachment: attachmentRecord(tenant.id)
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -70,6 +97,10 @@ const insertEvery = (rows: Rows) =>
     yield* ConnectTokenStore.use((s) => s.insert(rows.connectToken))
     yield* WebhookEndpointStore.use((s) => s.insert(rows.endpoint))
     yield* WebhookDeliveryStore.use((s) => s.insertMany([rows.delivery]))
+    yield* InboundStore.use((s) => Effect.andThen(s.insert(rows.inboundPayload), s.markHandled("chatapp", rows.handledKey, CHANGED_AT)))
+    yield* ConversationStore.use((s) => s.insert(rows.conversation))
+    yield* MessageStore.use((s) => Effect.andThen(s.insert(rows.message), s.recordStatus(rows.statusReport)))
+    yield* AttachmentStore.use((s) => s.insert(rows.attachment))
   })
 
 /** Changes `rows` through every port that changes rows, and reports whether each change found its row. */
@@ -82,11 +113,30 @@ const changeEvery = (rows: Rows) =>
     connectToken: ConnectTokenStore.use((s) => s.compareAndSet(rows.connectToken, { ...rows.connectToken, uses_count: 1 })),
     endpoint: WebhookEndpointStore.use((s) => s.update(rows.tenant.id, { ...rows.endpoint, name: "Changed" })),
     delivery: WebhookDeliveryStore.use((s) => s.saveMany([{ state: { ...rows.delivery, status: "failed" } }]))
-      .pipe(Effect.map((written) => written.has(rows.delivery.id)))
+      .pipe(Effect.map((written) => written.has(rows.delivery.id))),
+    conversation: ConversationStore.use((s) => s.update(rows.tenant.id, { ...rows.conversation, status: "closed" })),
+    message: MessageStore.use((s) => s.update(rows.tenant.id, { ...rows.message, text: "Changed" })),
+    attachment: AttachmentStore.use((s) =>
+      Effect.andThen(
+        s.attach(rows.tenant.id, [rows.attachment.id], rows.message.id, rows.conversation.id),
+        Effect.map(s.get(rows.tenant.id, rows.attachment.id), (a) => Option.getOrUndefined(a)?.message_id === rows.message.id)
+      )
+    )
   })
 
 /** Whether each change of `changeEvery` found its row: all of them. */
-const EVERY_CHANGE = { tenant: true, apiKey: true, contact: true, channel: true, connectToken: true, endpoint: true, delivery: true }
+const EVERY_CHANGE = {
+  tenant: true,
+  apiKey: true,
+  contact: true,
+  channel: true,
+  connectToken: true,
+  endpoint: true,
+  delivery: true,
+  conversation: true,
+  message: true,
+  attachment: true
+}
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
 const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
@@ -99,7 +149,13 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   channels: await h().stored.channels(rows.tenant.id),
   connectTokens: await h().stored.connectTokens(rows.tenant.id),
   endpoints: await h().stored.webhookEndpoints(rows.tenant.id),
-  deliveries: await h().stored.webhookDeliveries(rows.tenant.id)
+  deliveries: await h().stored.webhookDeliveries(rows.tenant.id),
+  inboundPayload: await h().stored.inboundPayload(rows.inboundPayload.id),
+  handledAt: await h().stored.inboundHandled("chatapp", rows.handledKey),
+  conversations: await h().stored.conversations(rows.tenant.id),
+  messages: await h().stored.messages(rows.tenant.id),
+  messageStatuses: await h().stored.messageStatuses(rows.tenant.id),
+  attachments: await h().stored.attachments(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -113,7 +169,13 @@ const asStored = (rows: Rows) => ({
   channels: [rows.channel],
   connectTokens: [rows.connectToken],
   endpoints: [rows.endpoint],
-  deliveries: [rows.delivery]
+  deliveries: [rows.delivery],
+  inboundPayload: rows.inboundPayload,
+  handledAt: CHANGED_AT,
+  conversations: [rows.conversation],
+  messages: [rows.message],
+  messageStatuses: [rows.statusReport],
+  attachments: [rows.attachment]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -131,7 +193,13 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "channels",
     "connectTokens",
     "webhookEndpoints",
-    "webhookDeliveries"
+    "webhookDeliveries",
+    "inboundPayload",
+    "inboundHandled",
+    "conversations",
+    "messages",
+    "messageStatuses",
+    "attachments"
   ],
   tests: (h) => {
     it("commits the rows every port wrote in one transaction, together", async () => {
@@ -158,7 +226,13 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         channels: [],
         connectTokens: [],
         endpoints: [],
-        deliveries: []
+        deliveries: [],
+        inboundPayload: undefined,
+        handledAt: undefined,
+        conversations: [],
+        messages: [],
+        messageStatuses: [],
+        attachments: []
       })
     })
 

@@ -12,11 +12,15 @@
 import { accountStoreSuite } from "./AccountStoreSuite.ts"
 import { apiKeyStoreSuite } from "./ApiKeyStoreSuite.ts"
 import { atomicitySuite } from "./AtomicitySuite.ts"
+import { attachmentStoreSuite } from "./AttachmentStoreSuite.ts"
 import { channelStoreSuite } from "./ChannelStoreSuite.ts"
 import { concurrencySuite } from "./ConcurrencySuite.ts"
 import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
+import { conversationStoreSuite } from "./ConversationStoreSuite.ts"
 import { describeOpened, type Suite } from "./Harness.ts"
+import { inboundStoreSuite } from "./InboundStoreSuite.ts"
+import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
@@ -33,10 +37,14 @@ export {
   accountStoreSuite,
   apiKeyStoreSuite,
   atomicitySuite,
+  attachmentStoreSuite,
   channelStoreSuite,
   concurrencySuite,
   connectTokenStoreSuite,
   contactStoreSuite,
+  conversationStoreSuite,
+  inboundStoreSuite,
+  messageStoreSuite,
   outboxStoreSuite,
   tenantIsolationSuite,
   tenantStoreSuite,
@@ -56,6 +64,10 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   channelStoreSuite,
   connectTokenStoreSuite,
   webhookEndpointStoreSuite,
+  inboundStoreSuite,
+  conversationStoreSuite,
+  messageStoreSuite,
+  attachmentStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

@@ -1,0 +1,316 @@
+import { Effect, Option } from "effect"
+import { describe, expect, it } from "vitest"
+import type { AccountStore } from "../../src/ports/AccountStore.ts"
+import { type MessageRecord, type MessageStatusReport, MessageStore } from "../../src/ports/MessageStore.ts"
+import type { StorageError } from "../../src/ports/StorageError.ts"
+import type { TenantStore } from "../../src/ports/TenantStore.ts"
+import { conversationRecord, messageRecord, seedTenant } from "./Fixtures.ts"
+import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+
+type UseMessages = UseHarness<MessageStore | TenantStore | AccountStore, "messages" | "messageStatuses">
+
+/** An instant of the messages' day as stored, from `HH:MM:SS.mmm`. */
+const at = (time: string): string => `2026-11-26T${time}Z`
+
+/** A reply's, a location's and a reaction's fields, with every JSON kind, nesting and unicode. */
+const RICH_CONTENT = {
+  caption: "Zoë's 山田 🚀 \"quoted\" \\ back\nslash",
+  location: { latitude: -23.5505, longitude: -46.6333, name: "São Paulo", address: null },
+  context: { message_id: "wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA", forwarded: false },
+  reaction: { emoji: "👍🏽" },
+  contacts: [{ name: { formatted_name: "Ada" }, phones: [{ phone: "+14155550100", type: "CELL" }] }],
+  big: 9007199254740991,
+  ratio: 0.25
+}
+
+const insertAll = (messages: ReadonlyArray<MessageRecord>) =>
+  MessageStore.use((s) => Effect.forEach(messages, (m) => s.insert(m), { discard: true }))
+
+const getMessage = (h: UseMessages, tenantId: string, id: string) =>
+  h().run(MessageStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
+
+const findByExternalId = (h: UseMessages, tenantId: string, channelId: string, externalId: string) =>
+  h().run(MessageStore.use((s) => s.findByExternalId(tenantId, channelId, externalId))).then(Option.getOrUndefined)
+
+const page = (h: UseMessages, tenantId: string, conversationId: string, limit = 50, offset = 0) =>
+  h().run(MessageStore.use((s) => s.listByConversation(tenantId, conversationId, { limit, offset })))
+
+const record = (h: UseMessages, report: MessageStatusReport) => h().run(MessageStore.use((s) => s.recordStatus(report)))
+
+const statusesOf = (h: UseMessages, tenantId: string, channelId: string, externalId: string) =>
+  h().run(MessageStore.use((s) => s.statusesOf(tenantId, channelId, externalId)))
+
+// What every adapter must report for an operator id stored twice on a channel: the same reason and index name on every database.
+const expectExternalIdUniqueViolation = (error: StorageError) => {
+  expect(error).toMatchObject({ _tag: "StorageError", reason: "UniqueViolation", constraint: "messages_channel_external_unique" })
+  expect(error.isRetryable).toBe(false)
+}
+
+/** A `sent` report for the message id `externalId` of `channelId` in `tenantId`. */
+const report = (tenantId: string, channelId: string, externalId: string, overrides: Partial<MessageStatusReport> = {}): MessageStatusReport => ({
+  tenant_id: tenantId,
+  channel_id: channelId,
+  external_id: externalId,
+  status: "sent",
+  occurred_at: at("12:00:00.000"),
+  error: null,
+  received_at: at("12:00:01.000"),
+  ...overrides
+})
+
+/** Orders status reports the way none of their fields does alone, so stored lists compare whole. */
+const byReport = (a: MessageStatusReport, b: MessageStatusReport) =>
+  `${a.external_id} ${a.status}`.localeCompare(`${b.external_id} ${b.status}`)
+
+// A conversation in each of two tenants, with one message each.
+const twoTenants = Effect.gen(function*() {
+  const a = (yield* seedTenant).tenant
+  const b = (yield* seedTenant).tenant
+  const conversationOfA = conversationRecord(a.id)
+  const conversationOfB = conversationRecord(b.id)
+  const messageOfA = messageRecord(conversationOfA)
+  const messageOfB = messageRecord(conversationOfB, { text: "Only for B" })
+  yield* insertAll([messageOfA, messageOfB])
+  return { a, b, conversationOfB, messageOfA, messageOfB }
+})
+
+/**
+ * MessageStore: every field round-trips; an operator id is unique per channel; update replaces; a
+ * conversation's messages page oldest first; reported statuses are kept once each, in the order
+ * received; no tenant reaches another's messages or statuses. Needs TenantStore and AccountStore
+ * for the tenants they belong to.
+ */
+export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore, "messages" | "messageStatuses"> = makeSuite({
+  name: "MessageStore",
+  tables: ["messages", "messageStatuses"],
+  tests: (h) => {
+    it("stores every field, with unicode text, rich content and the operator's error, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const message = messageRecord(conversationRecord(tenant.id), {
+        direction: "outbound",
+        message_type: "location",
+        text: "こんにちは 🚀 \"quoted\" \\ back\nslash",
+        content: RICH_CONTENT,
+        status: "failed",
+        error: { code: 131_047, title: "Re-engagement message", message: "More than 24 hours have passed", details: "Send a template \"instead\"" },
+        created_at: at("10:15:30.123"),
+        updated_at: at("10:16:00.000"),
+        sent_at: at("10:15:31.000"),
+        delivered_at: at("10:15:32.000"),
+        read_at: at("10:15:33.000"),
+        failed_at: at("10:16:00.000")
+      })
+      await h().run(insertAll([message]))
+
+      expect(await h().stored.messages(tenant.id)).toEqual([message])
+      expect(await getMessage(h, tenant.id, message.id)).toEqual(message)
+    })
+
+    it("stores an outbound message not yet accepted, with no contact, text, operator id or error, and reads it back unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const message = messageRecord(conversationRecord(tenant.id), {
+        contact_id: null,
+        direction: "outbound",
+        message_type: "image",
+        text: null,
+        status: "pending",
+        external_id: null,
+        error: { code: null, title: null, message: "no answer", details: null }
+      })
+      const bare = messageRecord(conversationRecord(tenant.id), { text: null, external_id: null, error: null })
+      await h().run(insertAll([message, bare]))
+
+      expect(await h().stored.messages(tenant.id)).toEqual([message, bare].sort(byId))
+      expect(await getMessage(h, tenant.id, message.id)).toEqual(message)
+      expect(await getMessage(h, tenant.id, bare.id)).toEqual(bare)
+    })
+
+    it("finds no message for an unknown id", async () => {
+      const { tenant } = await h().run(seedTenant)
+      expect(await getMessage(h, tenant.id, messageRecord(conversationRecord(tenant.id)).id)).toBeUndefined()
+    })
+
+    it("replaces every changeable field on update and reports that it did", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const before = messageRecord(conversationRecord(tenant.id), { direction: "outbound", status: "pending", external_id: null })
+      await h().run(insertAll([before]))
+      const after: MessageRecord = {
+        ...before,
+        status: "delivered",
+        external_id: `wamid.${globalThis.crypto.randomUUID()}`,
+        content: { caption: "changed" },
+        updated_at: at("12:00:02.000"),
+        sent_at: at("12:00:01.000"),
+        delivered_at: at("12:00:02.000")
+      }
+
+      expect(await h().run(MessageStore.use((s) => s.update(tenant.id, after)))).toBe(true)
+      expect(await h().stored.messages(tenant.id)).toEqual([after])
+      expect(await findByExternalId(h, tenant.id, after.channel_id, after.external_id!)).toEqual(after)
+    })
+
+    it("updates nothing and reports false for an unknown message", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const existing = messageRecord(conversationRecord(tenant.id))
+      await h().run(insertAll([existing]))
+
+      expect(await h().run(MessageStore.use((s) => s.update(tenant.id, messageRecord(conversationRecord(tenant.id)))))).toBe(false)
+      expect(await h().stored.messages(tenant.id)).toEqual([existing])
+    })
+
+    describe("operator ids", () => {
+      it("finds a message by its operator id on its channel, and nothing on another channel or for an unknown id", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const message = messageRecord(conversationRecord(tenant.id))
+        await h().run(insertAll([message]))
+
+        expect(await findByExternalId(h, tenant.id, message.channel_id, message.external_id!)).toEqual(message)
+        expect(await findByExternalId(h, tenant.id, conversationRecord(tenant.id).channel_id, message.external_id!)).toBeUndefined()
+        expect(await findByExternalId(h, tenant.id, message.channel_id, `${message.external_id}x`)).toBeUndefined()
+      })
+
+      it("refuses an operator id already stored on the channel with UniqueViolation naming messages_channel_external_unique", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const first = messageRecord(conversation)
+        await h().run(insertAll([first]))
+
+        const again = messageRecord(conversationRecord(tenant.id, { channel_id: conversation.channel_id }), { external_id: first.external_id })
+        expectExternalIdUniqueViolation(await h().run(Effect.flip(insertAll([again]))))
+        expect(await h().stored.messages(tenant.id)).toEqual([first])
+      })
+
+      it("refuses an update that gives a message an operator id another holds on the channel", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const holder = messageRecord(conversation)
+        const pending = messageRecord(conversation, { direction: "outbound", status: "pending", external_id: null })
+        await h().run(insertAll([holder, pending]))
+
+        const clash: MessageRecord = { ...pending, status: "sent", external_id: holder.external_id }
+        expectExternalIdUniqueViolation(await h().run(Effect.flip(MessageStore.use((s) => s.update(tenant.id, clash)))))
+        expect(await h().stored.messages(tenant.id)).toEqual([holder, pending].sort(byId))
+      })
+
+      it("lets the same operator id stand on two channels, and many messages of one channel have none", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const here = messageRecord(conversation)
+        const there = messageRecord(conversationRecord(tenant.id), { external_id: here.external_id })
+        const unsent = [1, 2, 3].map(() => messageRecord(conversation, { status: "pending", external_id: null }))
+        await h().run(insertAll([here, there, ...unsent]))
+
+        expect(await h().stored.messages(tenant.id)).toEqual([here, there, ...unsent].sort(byId))
+        expect(await findByExternalId(h, tenant.id, there.channel_id, here.external_id!)).toEqual(there)
+      })
+    })
+
+    describe("listByConversation", () => {
+      it("lists a conversation's messages oldest first, one window at a time, with their total, and no other conversation's", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = Array.from({ length: 5 }, (_, i) => messageRecord(conversation, { created_at: at(`10:0${i}:00.000`) }))
+        const elsewhere = messageRecord(conversationRecord(tenant.id, { channel_id: conversation.channel_id }))
+        await h().run(insertAll([messages[3]!, messages[0]!, elsewhere, messages[4]!, messages[1]!, messages[2]!]))
+        const [m0, m1, m2, m3, m4] = messages
+
+        expect(await page(h, tenant.id, conversation.id, 2, 0)).toEqual({ items: [m0, m1], total: 5 })
+        expect(await page(h, tenant.id, conversation.id, 2, 2)).toEqual({ items: [m2, m3], total: 5 })
+        expect(await page(h, tenant.id, conversation.id, 2, 4)).toEqual({ items: [m4], total: 5 })
+        expect(await page(h, tenant.id, conversation.id, 2, 6)).toEqual({ items: [], total: 5 })
+        expect(await page(h, tenant.id, conversationRecord(tenant.id).id)).toEqual({ items: [], total: 0 })
+      })
+
+      it("pages through messages created at the same instant without repeating or skipping any", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const twins = Array.from({ length: 7 }, () => messageRecord(conversation))
+        await h().run(insertAll(twins))
+
+        const seen: Array<string> = []
+        for (let offset = 0; offset < 7; offset += 3) seen.push(...(await page(h, tenant.id, conversation.id, 3, offset)).items.map((m) => m.id))
+        expect([...seen].sort()).toEqual(twins.map((m) => m.id).sort())
+      })
+    })
+
+    describe("reported statuses", () => {
+      it("keeps each status of a message id once: true the first time, false after", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const sent = report(tenant.id, channelId, "wamid.one")
+
+        expect(await record(h, sent)).toBe(true)
+        expect(await record(h, { ...sent, occurred_at: at("12:00:05.000"), received_at: at("12:00:06.000") })).toBe(false)
+        expect(await statusesOf(h, tenant.id, channelId, "wamid.one")).toEqual([sent])
+        expect(await h().stored.messageStatuses(tenant.id)).toEqual([sent])
+      })
+
+      it("keeps every status of a message id, with the operator's error, in the order received", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const externalId = `wamid.${globalThis.crypto.randomUUID()}`
+        const read = report(tenant.id, channelId, externalId, { status: "read", occurred_at: at("12:00:03.000"), received_at: at("12:00:03.500") })
+        const delivered = report(tenant.id, channelId, externalId, { status: "delivered", occurred_at: at("12:00:02.000"), received_at: at("12:00:04.000") })
+        const sent = report(tenant.id, channelId, externalId, { occurred_at: at("12:00:01.000"), received_at: at("12:00:04.000") })
+        const failed = report(tenant.id, channelId, externalId, {
+          status: "failed",
+          occurred_at: at("12:00:05.000"),
+          received_at: at("12:00:05.000"),
+          error: { code: 131_026, title: "Message undeliverable", message: "Receiver is incapable of receiving this message 🚫", details: null }
+        })
+        for (const r of [failed, sent, delivered, read]) expect(await record(h, r)).toBe(true)
+
+        // Received at the same instant, sent and delivered come in the order a message goes through them.
+        expect(await statusesOf(h, tenant.id, channelId, externalId)).toEqual([read, sent, delivered, failed])
+        expect([...await h().stored.messageStatuses(tenant.id)].sort(byReport)).toEqual([delivered, failed, read, sent])
+      })
+
+      it("keeps the statuses of an id apart per channel, and answers none for an id nothing was reported for", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const [here, there] = [conversationRecord(tenant.id).channel_id, conversationRecord(tenant.id).channel_id]
+        const onHere = report(tenant.id, here, "wamid.shared")
+        const onThere = report(tenant.id, there, "wamid.shared", { status: "delivered" })
+
+        expect(await record(h, onHere)).toBe(true)
+        expect(await record(h, { ...onThere, status: "sent" })).toBe(true)
+        expect(await record(h, onThere)).toBe(true)
+        expect(await statusesOf(h, tenant.id, here, "wamid.shared")).toEqual([onHere])
+        expect(await statusesOf(h, tenant.id, there, "wamid.shared")).toEqual([{ ...onThere, status: "sent" }, onThere])
+        expect(await statusesOf(h, tenant.id, here, "wamid.nothing")).toEqual([])
+      })
+    })
+
+    describe("tenant isolation", () => {
+      it("returns nothing for another tenant's message, by id or by operator id", async () => {
+        const { a, messageOfB } = await h().run(twoTenants)
+        expect(await getMessage(h, a.id, messageOfB.id)).toBeUndefined()
+        expect(await findByExternalId(h, a.id, messageOfB.channel_id, messageOfB.external_id!)).toBeUndefined()
+      })
+
+      it("refuses to update another tenant's message and leaves it unchanged", async () => {
+        const { a, b, messageOfB } = await h().run(twoTenants)
+        const hijack: MessageRecord = { ...messageOfB, text: "Hijacked", status: "read", read_at: at("12:00:00.000") }
+
+        expect(await h().run(MessageStore.use((s) => s.update(a.id, hijack)))).toBe(false)
+        expect(await h().run(MessageStore.use((s) => s.update(a.id, { ...hijack, tenant_id: a.id })))).toBe(false)
+        expect(await h().stored.messages(b.id)).toEqual([messageOfB])
+      })
+
+      it("lists and counts none of another tenant's conversation's messages", async () => {
+        const { a, b, conversationOfB, messageOfB } = await h().run(twoTenants)
+        expect(await page(h, a.id, conversationOfB.id)).toEqual({ items: [], total: 0 })
+        expect(await page(h, b.id, conversationOfB.id)).toEqual({ items: [messageOfB], total: 1 })
+      })
+
+      it("reads none of another tenant's reported statuses", async () => {
+        const { a, b, messageOfB } = await h().run(twoTenants)
+        const ofB = report(b.id, messageOfB.channel_id, messageOfB.external_id!)
+        await record(h, ofB)
+
+        expect(await statusesOf(h, a.id, messageOfB.channel_id, messageOfB.external_id!)).toEqual([])
+        expect(await statusesOf(h, b.id, messageOfB.channel_id, messageOfB.external_id!)).toEqual([ofB])
+        expect(await h().stored.messageStatuses(a.id)).toEqual([])
+      })
+    })
+  }
+})
