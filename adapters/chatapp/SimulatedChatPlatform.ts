@@ -334,17 +334,15 @@ const componentsOf = (entry: LibraryEntry, buttonInputs: ReadonlyArray<Readonly<
 }
 
 /**
- * Whether `components` keep the library entry's wording: header, body and footer texts as shipped.
- * A renamed template and re-pointed buttons still count as unchanged (the spec's rule).
+ * Whether `components`, when given, keep the library entry's wording: its header, body and footer,
+ * each there exactly as shipped (one left out or added is a change). A renamed template and
+ * re-pointed buttons still count as unchanged (the spec's rule).
  */
 const wordingUnchanged = (components: unknown, entry: LibraryEntry): boolean => {
   if (components === undefined) return true
   if (!Array.isArray(components)) return false
-  const shipped: Record<string, string | undefined> = { HEADER: entry.header, BODY: entry.body, FOOTER: entry.footer }
-  return components.every((component: { readonly type?: unknown; readonly text?: unknown }) => {
-    const type = typeof component?.type === "string" ? component.type.toUpperCase() : ""
-    return !(type in shipped) || component.text === shipped[type]
-  })
+  const textOf = (type: string): unknown => components.find((component) => component?.type === type)?.text
+  return textOf("HEADER") === entry.header && textOf("BODY") === entry.body && textOf("FOOTER") === entry.footer
 }
 
 /** `library_template_button_inputs` as the operator takes it: a JSON-encoded array (an array is taken too). */

@@ -1,0 +1,316 @@
+import { createHash } from "node:crypto"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+
+/** A request as the fake operator saw it. */
+export interface FakeGraphRequest {
+  readonly method: string
+  /**
+   * The path under the version, as sent (still percent-encoded): `/1065550100/messages`; a path
+   * outside the version keeps its whole form: `/media-download/…`.
+   */
+  readonly path: string
+  readonly query: Readonly<Record<string, string>>
+  readonly headers: http.IncomingHttpHeaders
+  readonly body: string
+  /** The body parsed as JSON; undefined when it is not JSON. */
+  readonly json: unknown
+}
+
+/** One scripted answer. */
+export interface FakeAnswer {
+  /** 200 unless given. */
+  readonly status?: number
+  /** Sent as `application/json`. */
+  readonly json?: unknown
+  /** Sent as it is, instead of `json` (`text/html` unless `headers` say otherwise). */
+  readonly body?: string | Uint8Array
+  readonly headers?: Readonly<Record<string, string>>
+  /** Never answers: the client's timeout ends the exchange. */
+  readonly hang?: boolean
+}
+
+/** A media object the fake serves: `GET /{id}` hands out a fresh download URL each time. */
+export interface FakeMedia {
+  readonly bytes: Uint8Array
+  readonly mimeType: string
+  /** The first URL handed out answers 404 (expired); later ones work. */
+  readonly expireFirstUrl?: boolean
+  /** The `file_size` the media object reports; the true size unless given. */
+  readonly fileSize?: number
+}
+
+/** A fake of the operator's Graph API on 127.0.0.1, speaking its wire format. */
+export interface FakeGraph {
+  /** `http://127.0.0.1:<port>/v23.0`: the base URL to hand the Graph adapter. */
+  readonly url: string
+  /** `http://127.0.0.1:<port>` */
+  readonly origin: string
+  /** Every request received so far, in order, scripted or not. */
+  readonly requests: () => ReadonlyArray<FakeGraphRequest>
+  /**
+   * Queues answers for requests of `method` whose path (under the version) matches `path`: a string
+   * where `*` or `{name}` stands for one segment (`/{phone_number_id}/messages`), or a RegExp. Each
+   * matching request takes the next answer; once they are used up the defaults answer again.
+   */
+  readonly script: (method: "GET" | "POST", path: string | RegExp, ...answers: ReadonlyArray<FakeAnswer>) => void
+  /** Serves `id` as a media object and its bytes at `/media-download/{id}?token=…`. */
+  readonly media: (id: string, media: FakeMedia) => void
+  readonly close: () => Promise<void>
+}
+
+/** The operator's error object as an answer: `{ error: { message, type, code, fbtrace_id, …fields } }`. */
+export const graphError = (
+  status: number,
+  error: {
+    readonly code: number
+    readonly message?: string
+    readonly type?: string
+    readonly error_subcode?: number
+    readonly error_user_title?: string
+    readonly error_user_msg?: string
+    readonly fbtrace_id?: string
+    readonly is_transient?: boolean
+    readonly error_data?: { readonly messaging_product?: string; readonly details?: string }
+  }
+): FakeAnswer => ({
+  status,
+  json: {
+    error: {
+      message: `(#${error.code}) Fake error`,
+      type: "OAuthException",
+      fbtrace_id: "AFakeTraceId0000000001",
+      ...error
+    }
+  }
+})
+
+/** The library the fake serves by default, two entries a page. */
+export const FAKE_LIBRARY: ReadonlyArray<Readonly<Record<string, unknown>>> = [
+  {
+    name: "order_confirmation_1",
+    language: "en_US",
+    category: "UTILITY",
+    topic: "ORDER_MANAGEMENT",
+    usecase: "ORDER_CONFIRMATION",
+    industry: ["E_COMMERCE"],
+    header: "Order confirmed",
+    body: "Hi {{1}}, thank you for your order {{2}}.",
+    body_params: ["Maria", "#12345"],
+    body_param_types: ["TEXT", "TEXT"],
+    buttons: [{ type: "URL", text: "View order", url: "https://www.example.com/{{1}}" }],
+    id: "7100000000000001"
+  },
+  {
+    name: "order_confirmation_1",
+    language: "es_ES",
+    category: "UTILITY",
+    topic: "ORDER_MANAGEMENT",
+    usecase: "ORDER_CONFIRMATION",
+    industry: ["E_COMMERCE"],
+    header: "Pedido confirmado",
+    body: "Hola, {{1}}: gracias por tu pedido {{2}}.",
+    body_params: ["María", "#12345"],
+    buttons: [{ type: "URL", text: "Ver pedido", url: "https://www.example.com/{{1}}" }],
+    id: "7100000000000002"
+  },
+  {
+    name: "verification_code_1",
+    language: "en_US",
+    category: "AUTHENTICATION",
+    topic: "SECURITY",
+    usecase: "VERIFICATION_CODE",
+    industry: ["FINANCIAL_SERVICES", "E_COMMERCE"],
+    body: "{{1}} is your verification code.",
+    body_params: ["123456"],
+    buttons: [{ type: "OTP", text: "Copy code", otp_type: "COPY_CODE" }],
+    id: "7100000000000003"
+  }
+]
+const LIBRARY_PAGE_SIZE = 2
+
+const patternOf = (path: string | RegExp): RegExp =>
+  typeof path !== "string"
+    ? path
+    : new RegExp(`^${path.split("/").map((segment) =>
+      segment === "*" || /^\{\w+\}$/.test(segment) ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+    ).join("/")}$`)
+
+const cursorOf = (offset: number) => Buffer.from(`fake:${offset}`).toString("base64url")
+const offsetOf = (cursor: string | undefined) =>
+  cursor === undefined ? 0 : Number(/^fake:(\d+)$/.exec(Buffer.from(cursor, "base64url").toString())?.[1] ?? 0)
+
+/**
+ * Starts the fake operator on 127.0.0.1 with a free port. By default it answers as the operator
+ * would: sends get a `wamid.`, phone numbers are `TIER_1K`/`GREEN`/`CONNECTED`, templates are kept
+ * per business account (a library template `APPROVED`, others `PENDING`), the library comes in two
+ * pages, media objects point at the fake's own download path. A request without a Bearer token (or
+ * with another than `accessToken`, when given) gets the operator's 190 error.
+ */
+export const startFakeGraph = async (options: { readonly version?: string; readonly accessToken?: string } = {}): Promise<FakeGraph> => {
+  const version = `/${options.version ?? "v23.0"}`
+  const seen: Array<FakeGraphRequest> = []
+  const scripts: Array<{ readonly method: string; readonly pattern: RegExp; readonly answers: Array<FakeAnswer> }> = []
+  const mediaById = new Map<string, FakeMedia & { issued: number; readonly valid: Set<string> }>()
+  const templates = new Map<string, Array<Record<string, unknown>>>()
+  let sent = 0
+  let origin = ""
+
+  const defaultAnswer = (request: FakeGraphRequest): FakeAnswer => {
+    const auth = request.headers.authorization
+    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : ""
+    if (token === "" || (options.accessToken !== undefined && token !== options.accessToken)) {
+      return graphError(401, { code: 190, message: "Invalid OAuth access token - Cannot parse access token" })
+    }
+    const segments = request.path.split("/").slice(1).map(decodeURIComponent)
+    const [first, second] = segments
+
+    if (first === "media-download" && second !== undefined) {
+      const media = mediaById.get(second)
+      if (media === undefined || !media.valid.has(request.query.token ?? "")) {
+        return { status: 404, body: "Not Found", headers: { "content-type": "text/plain" } }
+      }
+      return { body: media.bytes, headers: { "content-type": media.mimeType } }
+    }
+    if (request.method === "GET" && first === "message_template_library" && segments.length === 1) {
+      const { search, topic, usecase, industry, language, name } = request.query
+      const matching = FAKE_LIBRARY.filter((entry) =>
+        (search === undefined || `${entry.name} ${entry.body}`.toLowerCase().includes(search.toLowerCase())) &&
+        (topic === undefined || entry.topic === topic) &&
+        (usecase === undefined || entry.usecase === usecase) &&
+        (industry === undefined || (entry.industry as Array<string>).includes(industry)) &&
+        (language === undefined || entry.language === language) &&
+        (name === undefined || entry.name === name)
+      )
+      return { json: page(matching, offsetOf(request.query.after), LIBRARY_PAGE_SIZE, request) }
+    }
+    if (first !== undefined && second === "messages" && request.method === "POST") {
+      const to = String((request.json as { to?: unknown } | undefined)?.to ?? "")
+      sent += 1
+      return {
+        json: {
+          messaging_product: "whatsapp",
+          contacts: [{ input: to, wa_id: to.replace(/\D/g, "") }],
+          messages: [{ id: `wamid.FAKE${String(sent).padStart(6, "0")}` }]
+        }
+      }
+    }
+    if (first !== undefined && second === "message_templates") {
+      const account = templates.get(first) ?? []
+      if (request.method === "POST") {
+        const body = (request.json ?? {}) as Record<string, unknown>
+        const id = `91000000000${String(account.length + 1).padStart(5, "0")}`
+        const status = body.library_template_name === undefined ? "PENDING" : "APPROVED"
+        const category = typeof body.category === "string" ? body.category : "UTILITY"
+        templates.set(first, [...account, { id, status, category, components: [], ...body }])
+        return { json: { id, status, category } }
+      }
+      return { json: page(account, offsetOf(request.query.after), Number(request.query.limit ?? 25), request) }
+    }
+    if (request.method === "GET" && first !== undefined && segments.length === 1) {
+      const media = mediaById.get(first)
+      if (media !== undefined) {
+        media.issued += 1
+        const token = `t${media.issued}`
+        if (!(media.expireFirstUrl === true && media.issued === 1)) media.valid.add(token)
+        return {
+          json: {
+            messaging_product: "whatsapp",
+            url: `${origin}/media-download/${encodeURIComponent(first)}?token=${token}`,
+            mime_type: media.mimeType,
+            sha256: createHash("sha256").update(media.bytes).digest("hex"),
+            file_size: media.fileSize ?? media.bytes.length,
+            id: first
+          }
+        }
+      }
+      if (/^\d+$/.test(first)) {
+        return {
+          json: {
+            id: first,
+            display_phone_number: `+1 555-${first.slice(-7, -4).padStart(3, "0")}-${first.slice(-4).padStart(4, "0")}`,
+            verified_name: "Fake Business",
+            messaging_limit_tier: "TIER_1K",
+            quality_rating: "GREEN",
+            status: "CONNECTED"
+          }
+        }
+      }
+    }
+    return graphError(400, {
+      code: 100,
+      error_subcode: 33,
+      message: `Unsupported ${request.method.toLowerCase()} request. Object with ID '${first ?? ""}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`
+    })
+  }
+
+  /** One Graph page of `items` from `offset`, with `paging.next` while more remain. */
+  const page = (items: ReadonlyArray<unknown>, offset: number, size: number, request: FakeGraphRequest) => {
+    const end = offset + Math.max(1, size)
+    const more = end < items.length
+    const next = new URL(`${origin}${version}${request.path}`)
+    for (const [key, value] of Object.entries(request.query)) next.searchParams.set(key, value)
+    next.searchParams.set("after", cursorOf(end))
+    return {
+      data: items.slice(offset, end),
+      paging: {
+        cursors: { before: cursorOf(offset), after: cursorOf(end) },
+        ...(more ? { next: next.toString() } : {})
+      }
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://fake")
+      const raw = (req.url ?? "/").split("?")[0]!
+      const body = Buffer.concat(chunks).toString("utf8")
+      let json: unknown
+      try {
+        json = body === "" ? undefined : JSON.parse(body)
+      } catch {
+        json = undefined
+      }
+      const request: FakeGraphRequest = {
+        method: req.method ?? "",
+        path: raw.startsWith(`${version}/`) ? raw.slice(version.length) : raw,
+        query: Object.fromEntries(url.searchParams),
+        headers: req.headers,
+        body,
+        json
+      }
+      seen.push(request)
+      const scripted = scripts.find((s) => s.method === request.method && s.answers.length > 0 && s.pattern.test(request.path))
+      const answer = scripted?.answers.shift() ?? defaultAnswer(request)
+      if (answer.hang === true) return
+      const payload = answer.json !== undefined ? JSON.stringify(answer.json) : answer.body ?? ""
+      res.writeHead(answer.status ?? 200, {
+        "content-type": answer.json !== undefined ? "application/json; charset=UTF-8" : "text/html; charset=UTF-8",
+        ...answer.headers
+      })
+      res.end(payload)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+  return {
+    url: `${origin}${version}`,
+    origin,
+    requests: () => [...seen],
+    script: (method, path, ...answers) => {
+      scripts.push({ method, pattern: patternOf(path), answers: [...answers] })
+    },
+    media: (id, media) => {
+      mediaById.set(id, { ...media, issued: 0, valid: new Set() })
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        // Hanging answers and kept-alive connections would keep `close` waiting.
+        server.closeAllConnections()
+      })
+  }
+}
