@@ -5,15 +5,16 @@ import { basename, dirname, join, resolve } from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import type { ReadableStream as NodeReadableStream } from "node:stream/web"
-import { Effect, Option } from "effect"
+import { Effect, Option, Predicate } from "effect"
 import { BlobStore, BlobStoreError } from "../../src/ports/BlobStore.ts"
 
 // Segments of letters, digits, dots, dashes and underscores joined by `/`: no absolute path, no
-// backslash, no NUL, and (with the `..` check) no way out of the directory.
+// backslash, no NUL, no `..` (no way out of the directory) and no `.` segment (no two keys for one file).
 const KEY_PATTERN = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/
+const isValidKey = (key: string) => KEY_PATTERN.test(key) && !key.includes("..") && !key.split("/").includes(".")
 
 const errnoOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error ? String(error.code) : undefined
+  Predicate.hasProperty(error, "code") ? String(error.code) : undefined
 
 /**
  * Blobs as files under `directory`, a key's `/` making subdirectories. A `put` writes a temporary
@@ -24,7 +25,7 @@ export const makeFileBlobStore = (directory: string): BlobStore["Service"] => {
   const root = resolve(directory)
 
   const pathOf = (key: string): Effect.Effect<string, BlobStoreError> =>
-    KEY_PATTERN.test(key) && !key.includes("..")
+    isValidKey(key)
       ? Effect.succeed(join(root, ...key.split("/")))
       : Effect.fail(new BlobStoreError({ message: `Invalid blob key ${JSON.stringify(key)}` }))
 
@@ -65,14 +66,16 @@ export const makeFileBlobStore = (directory: string): BlobStore["Service"] => {
       Effect.flatMap(pathOf(key), (path) =>
         Effect.tryPromise({
           try: async () => {
-            let handle
-            try {
-              handle = await open(path, "r")
-            } catch (error) {
-              if (errnoOf(error) === "ENOENT") return Option.none()
+            const handle = await open(path, "r").catch((error: unknown) => {
+              if (errnoOf(error) === "ENOENT") return undefined
               throw error
-            }
-            if (!(await handle.stat()).isFile()) {
+            })
+            if (handle === undefined) return Option.none()
+            const stats = await handle.stat().catch(async (error: unknown) => {
+              await handle.close()
+              throw error
+            })
+            if (!stats.isFile()) {
               await handle.close()
               return Option.none()
             }

@@ -3,9 +3,10 @@ import { BlobStore, BlobStoreError } from "../ports/BlobStore.ts"
 
 // The same rule as the file store's, so a key that works in tests works on disk.
 const KEY_PATTERN = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/
+const isValidKey = (key: string) => KEY_PATTERN.test(key) && !key.includes("..") && !key.split("/").includes(".")
 
 const checkKey = (key: string): Effect.Effect<void, BlobStoreError> =>
-  KEY_PATTERN.test(key) && !key.includes("..")
+  isValidKey(key)
     ? Effect.void
     : Effect.fail(new BlobStoreError({ message: `Invalid blob key ${JSON.stringify(key)}` }))
 

@@ -124,6 +124,7 @@ describe.each(stores)("the $name blob store", ({ make }) => {
   it.each([
     ["a parent segment", "../escape"],
     ["a parent segment inside", "tenant/../../escape"],
+    ["a current-directory segment", "tenant/./file"],
     ["an absolute path", "/etc/passwd"],
     ["a backslash", "tenant\\file"],
     ["a NUL", "tenant/fi\u0000le"],
