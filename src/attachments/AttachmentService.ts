@@ -153,3 +153,6 @@ export class AttachmentService extends Context.Service<AttachmentService, {
     })
   )
 }
+
+/** The attachment as message responses carry it (re-exported for the areas that embed it). */
+export { MessageAttachment } from "./Attachment.ts"

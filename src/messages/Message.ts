@@ -1,17 +1,7 @@
 import { Schema } from "effect"
 import { PaginationInfo } from "../kernel/Pagination.ts"
+import { MessageAttachment } from "../attachments/AttachmentService.ts"
 import type { MessageRecord } from "../ports/MessageStore.ts"
-
-/** An attachment in a message response: the file and a signed link to its bytes that expires. */
-export const MessageAttachmentWire = Schema.Struct({
-  id: Schema.String,
-  filename: Schema.String,
-  content_type: Schema.String,
-  file_size: Schema.Number,
-  url: Schema.String
-})
-/** An attachment in a message response. */
-export type MessageAttachmentWire = typeof MessageAttachmentWire.Type
 
 /** A message as the API (and its events) return it. */
 export const Message = Schema.Struct({
@@ -33,7 +23,7 @@ export const Message = Schema.Struct({
     message: Schema.String,
     details: Schema.NullOr(Schema.String)
   })),
-  attachments: Schema.Array(MessageAttachmentWire),
+  attachments: Schema.Array(MessageAttachment),
   created_at: Schema.String,
   updated_at: Schema.NullOr(Schema.String),
   sent_at: Schema.NullOr(Schema.String),
@@ -59,7 +49,7 @@ export const SendMessageRequest = Schema.Struct({
 export type SendMessageRequest = typeof SendMessageRequest.Type
 
 /** The wire form of a stored message with its attachments' wire forms. */
-export const toMessage = (record: MessageRecord, attachments: ReadonlyArray<MessageAttachmentWire>): Message => ({
+export const toMessage = (record: MessageRecord, attachments: ReadonlyArray<MessageAttachment>): Message => ({
   id: record.id,
   tenant_id: record.tenant_id,
   conversation_id: record.conversation_id,

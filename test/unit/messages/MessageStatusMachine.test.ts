@@ -47,7 +47,12 @@ describe("one test per transition", () => {
 const RANK = { pending: 0, sent: 1, delivered: 2, read: 3 } as const
 const model = (reports: ReadonlyArray<StatusReport>) => {
   let status: "pending" | "sent" | "delivered" | "read" | "failed" = "pending"
-  const times: Record<string, string | null> = { sent: null, delivered: null, read: null, failed: null }
+  const times: { sent: string | null; delivered: string | null; read: string | null; failed: string | null } = {
+    sent: null,
+    delivered: null,
+    read: null,
+    failed: null
+  }
   for (const r of reports) {
     if (status === "failed") break
     if (r.status === "failed") {
@@ -57,7 +62,7 @@ const model = (reports: ReadonlyArray<StatusReport>) => {
       }
       continue
     }
-    times[r.status] ??= r.at
+    times[r.status as "sent" | "delivered" | "read"] ??= r.at
     if (RANK[r.status] > RANK[status]) status = r.status
   }
   return { status, ...times }
