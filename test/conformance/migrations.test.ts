@@ -23,6 +23,8 @@ const indexDefinition = async (db: Kysely<Database>, dialect: Dialect, name: str
   return rows[0]?.definition
 }
 
+const pgUrl = PG_URL
+
 /** A database of each kind the suites run on, with no table yet. */
 const emptyDatabases: ReadonlyArray<{
   readonly name: string
@@ -57,10 +59,10 @@ const emptyDatabases: ReadonlyArray<{
       return { db, dialect: "postgres", close: () => db.destroy() }
     }
   },
-  ...(PG_URL === undefined ? [] : [{
+  ...(pgUrl === undefined ? [] : [{
     name: "postgres",
     open: async () => {
-      const created = await createPostgresDatabase(PG_URL)
+      const created = await createPostgresDatabase(pgUrl)
       const db = openPostgres(created.url)
       return {
         db,
