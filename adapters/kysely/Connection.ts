@@ -60,6 +60,12 @@ export const amongKeys = (dialect: Dialect, column: string, keys: RawBuilder<unk
  */
 export const skipLocked = (dialect: Dialect) => (dialect === "postgres" ? sql` FOR UPDATE SKIP LOCKED` : sql``)
 
+/**
+ * The order rows of `inbound_payloads` and `messages` were stored in: their `seq` column on PostgreSQL,
+ * the implicit `rowid` on SQLite (see migration 0008). Timestamps alone tie when the clock stands still.
+ */
+export const insertionOrder = (dialect: Dialect) => (dialect === "postgres" ? sql.ref("seq") : sql`rowid`)
+
 /** Runs one query on the current transaction, or on the root handle outside one. */
 export const query = <A>(
   connection: KyselyConnection["Service"],

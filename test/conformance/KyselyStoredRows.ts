@@ -172,7 +172,8 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
   },
   messages: async (tenantId) => {
     const rows = await db.selectFrom("messages").selectAll().where("tenant_id", "=", tenantId).execute()
-    return rows.map((row) => ({
+    // PostgreSQL's `seq` is the insertion order (migration 0008), not a field of the record.
+    return rows.map(({ seq: _seq, ...row }: typeof rows[number] & { readonly seq?: unknown }) => ({
       ...row,
       direction: direction(row.direction),
       status: messageStatus(row.status),

@@ -5,7 +5,9 @@ import { type Kysely, sql } from "kysely"
  * conversations, messages, the statuses reported for message ids, and attachments; and the index
  * routing an operator's payload to its channels. A payload's body is kept as bytes (`bytea`, `blob`)
  * exactly as received. At most one conversation per contact and channel is open
- * (`conversations_open_unique`, a partial unique index). Never edit once landed.
+ * (`conversations_open_unique`, a partial unique index). Payloads are taken and messages listed in
+ * the order they were stored: `seq` (a `bigserial`) on PostgreSQL, the table's own `rowid` on SQLite,
+ * which grows with every insert (neither table ever loses its newest row). Never edit once landed.
  */
 export const up = async (db: Kysely<unknown>, dialect: "sqlite" | "postgres"): Promise<void> => {
   await db.schema.createTable("inbound_payloads")
@@ -22,10 +24,12 @@ export const up = async (db: Kysely<unknown>, dialect: "sqlite" | "postgres"): P
     .addColumn("holder", "text")
     .addColumn("processed_at", "text")
     .addColumn("note", "text")
+    .$call((t) => (dialect === "postgres" ? t.addColumn("seq", sql`bigserial`, (c) => c.notNull()) : t))
     .execute()
-  // Only the payloads a claim can take: handled and failed ones pile up outside it.
+  // Only the payloads a claim can take: handled and failed ones pile up outside it. SQLite's index
+  // entries end with the rowid, so both dialects read the claim's order from it.
   await db.schema.createIndex("inbound_payloads_pending_idx").on("inbound_payloads")
-    .columns(["next_attempt_at", "received_at"])
+    .columns(dialect === "postgres" ? ["next_attempt_at", "received_at", "seq"] : ["next_attempt_at", "received_at"])
     .where(sql.ref("status"), "=", sql.lit("pending"))
     .execute()
   await db.schema.createTable("inbound_handled")
@@ -79,12 +83,14 @@ export const up = async (db: Kysely<unknown>, dialect: "sqlite" | "postgres"): P
     .addColumn("delivered_at", "text")
     .addColumn("read_at", "text")
     .addColumn("failed_at", "text")
+    .$call((t) => (dialect === "postgres" ? t.addColumn("seq", sql`bigserial`, (c) => c.notNull()) : t))
     .execute()
   // Null external ids (messages not yet accepted by the operator) are distinct on both dialects.
   await db.schema.createIndex("messages_channel_external_unique").on("messages").columns(["channel_id", "external_id"])
     .unique().execute()
   await db.schema.createIndex("messages_conversation_created_idx").on("messages")
-    .columns(["tenant_id", "conversation_id", "created_at", "id"]).execute()
+    .columns(dialect === "postgres" ? ["tenant_id", "conversation_id", "created_at", "seq"] : ["tenant_id", "conversation_id", "created_at"])
+    .execute()
 
   await db.schema.createTable("message_statuses")
     .addColumn("tenant_id", "text", (c) => c.notNull().references("tenants.id"))

@@ -7,10 +7,13 @@ import {
   type InboundSource,
   InboundStore
 } from "../../../src/ports/InboundStore.ts"
-import { amongKeys, KyselyConnection, query, skipLocked } from "../Connection.ts"
+import { amongKeys, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { InboundPayloadsTable } from "../Database.ts"
 
-const fromRow = ({ holder: _holder, ...row }: InboundPayloadsTable): InboundPayloadRecord => ({
+// `seq` (PostgreSQL) and `ord` (a claim's insertion order) are storage details, not part of the record.
+const fromRow = (
+  { holder: _holder, seq: _seq, ord: _ord, ...row }: InboundPayloadsTable & { readonly seq?: unknown; readonly ord?: unknown }
+): InboundPayloadRecord => ({
   ...row,
   source: row.source as InboundSource,
   status: row.status as InboundPayloadStatus,
@@ -19,13 +22,15 @@ const fromRow = ({ holder: _holder, ...row }: InboundPayloadsTable): InboundPayl
   body: new Uint8Array(row.body)
 })
 
-/** Claims in the order they are taken: the payload due first, then the one received first. */
-const byDue = (a: InboundPayloadRecord, b: InboundPayloadRecord): number =>
+type ClaimedRow = InboundPayloadsTable & { readonly ord: number | string }
+
+/** Claims in the order they are taken: the payload due first, then the one received first, then the one stored first. */
+const byDue = (a: ClaimedRow, b: ClaimedRow): number =>
   a.next_attempt_at !== b.next_attempt_at
     ? (a.next_attempt_at < b.next_attempt_at ? -1 : 1)
     : a.received_at !== b.received_at
     ? (a.received_at < b.received_at ? -1 : 1)
-    : (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    : Number(a.ord) - Number(b.ord)
 
 /**
  * `InboundStore` on Kysely. The claim is one UPDATE over the pending payloads it picks (a partial
@@ -45,13 +50,13 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
         query(connection, (db) => {
           const due = sql`SELECT id FROM inbound_payloads
               WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-              ORDER BY next_attempt_at, received_at LIMIT ${limit}${skipLocked(connection.dialect)}`
-          return sql<InboundPayloadsTable>`UPDATE inbound_payloads
+              ORDER BY next_attempt_at, received_at, ${insertionOrder(connection.dialect)} LIMIT ${limit}${skipLocked(connection.dialect)}`
+          return sql<ClaimedRow>`UPDATE inbound_payloads
             SET lease_until = ${leaseUntil}, holder = ${holder}, attempts = attempts + 1
             WHERE ${amongKeys(connection.dialect, "id", due)}
-            RETURNING *`.execute(db)
+            RETURNING *, ${insertionOrder(connection.dialect)} AS ord`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
-          rows.map(fromRow).sort(byDue).map((payload): InboundClaim => ({ payload, holder }))
+          [...rows].sort(byDue).map(fromRow).map((payload): InboundClaim => ({ payload, holder }))
         )),
       finish: (id, holder, outcome, at) =>
         query(connection, (db) =>

@@ -8,14 +8,15 @@ import {
   type MessageStatusReport,
   MessageStore
 } from "../../../src/ports/MessageStore.ts"
-import { KyselyConnection, query } from "../Connection.ts"
+import { insertionOrder, KyselyConnection, query } from "../Connection.ts"
 import type { MessagesTable, MessageStatusesTable } from "../Database.ts"
 
 const errorFromText = (text: string | null): MessageError | null => (text === null ? null : JSON.parse(text) as MessageError)
 
 const errorToText = (error: MessageError | null): string | null => (error === null ? null : JSON.stringify(error))
 
-const fromRow = (row: MessagesTable): MessageRecord => ({
+// `seq` (PostgreSQL's insertion order) is a storage detail, not part of the record.
+const fromRow = ({ seq: _seq, ...row }: MessagesTable & { readonly seq?: unknown }): MessageRecord => ({
   ...row,
   direction: row.direction as MessageDirection,
   status: row.status as MessageStatus,
@@ -61,7 +62,7 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       listByConversation: (tenantId, conversationId, window) =>
         query(connection, async (db) => {
           const base = db.selectFrom("messages").where("tenant_id", "=", tenantId).where("conversation_id", "=", conversationId)
-          const items = await base.selectAll().orderBy("created_at").orderBy("id").limit(window.limit).offset(window.offset)
+          const items = await base.selectAll().orderBy("created_at").orderBy(insertionOrder(connection.dialect)).limit(window.limit).offset(window.offset)
             .execute()
           const count = await base.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
           return { items: items.map(fromRow), total: Number(count.n) }
