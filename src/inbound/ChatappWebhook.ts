@@ -39,6 +39,32 @@ export const errorInfoOf = (errors: unknown): ChatappErrorInfo | null => {
 
 const decoder = new TextDecoder("utf-8", { fatal: true })
 
+/** Deepest nesting read: the operator's payloads are under ten levels; deeper is not a payload of theirs. */
+export const MAX_PAYLOAD_DEPTH = 64
+
+/** Whether `value` nests no deeper than `max` arrays and objects (iterative: a hostile depth cannot overflow the stack). */
+const nestsWithin = (value: unknown, max: number): boolean => {
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!
+    if (typeof item !== "object" || item === null) continue
+    if (depth >= max) return false
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return true
+}
+
+// PostgreSQL's text cannot hold U+0000, and no person types it: read as U+FFFD wherever it appears.
+const withoutNul = (_key: string, value: unknown) => (typeof value === "string" ? value.replaceAll("\0", "\uFFFD") : value)
+
+/** An operator id as the service keeps it: short printable text, else null (a hostile value is skipped, not stored). */
+const idOf = (value: unknown, max = 256): string | null => {
+  const text = str(value) ?? num(value)?.toString() ?? null
+  return text !== null && text.length <= max && /^[\x21-\x7e]+$/.test(text) ? text : null
+}
+
 /**
  * Reads a `POST /webhooks/chatapp` body into events: every entry and every change, never only the
  * first. Whatever cannot be read (not JSON, another object, a message without an id) is skipped with
@@ -49,11 +75,16 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
     const notes: Array<string> = []
     let json: unknown
     try {
-      json = JSON.parse(decoder.decode(body))
+      const text = decoder.decode(body)
+      // Only an escaped `\u0000` yields U+0000 (JSON forbids it raw): the reviver runs only then.
+      json = text.includes("\\u0000") ? JSON.parse(text, withoutNul) : JSON.parse(text)
     } catch {
       return { events: [], notes: ["body is not JSON text"] }
     }
     if (!isRecord(json)) return { events: [], notes: ["body is not a JSON object"] }
+    if (!nestsWithin(json, MAX_PAYLOAD_DEPTH)) {
+      return { events: [], notes: [`body nests deeper than ${MAX_PAYLOAD_DEPTH} levels`] }
+    }
     if (json.object !== "whatsapp_business_account") {
       notes.push(`object ${JSON.stringify(json.object ?? null)} is not a chat-app business account payload`)
     }
@@ -61,23 +92,23 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
     const entries = records(json.entry)
     if (entries.length === 0) notes.push("no entries")
     for (const [e, entry] of entries.entries()) {
-      const entryId = str(entry.id) ?? num(entry.id)?.toString() ?? ""
+      const entryId = idOf(entry.id, 64) ?? ""
       for (const [c, change] of records(entry.changes).entries()) {
-        const field = str(change.field)
+        const field = idOf(change.field, 128)
         const value = change.value
         if (field === null) {
-          notes.push(`entry ${e} change ${c}: no field`)
+          notes.push(`entry ${e} change ${c}: no field, or not a field name`)
           continue
         }
         const metadata = isRecord(value) && isRecord(value.metadata) ? value.metadata : {}
-        const phoneNumberId = str(metadata.phone_number_id) ?? num(metadata.phone_number_id)?.toString() ?? null
+        const phoneNumberId = idOf(metadata.phone_number_id, 64)
         if (field !== "messages" || !isRecord(value)) {
           const key = `field:${yield* sha256Hex(JSON.stringify([entryId, field, value ?? null]))}`
           events.push({ kind: "field", key, entryId, field, phoneNumberId, value: value ?? null })
           continue
         }
         if (phoneNumberId === null) {
-          notes.push(`entry ${e} change ${c}: messages without metadata.phone_number_id`)
+          notes.push(`entry ${e} change ${c}: messages without a readable metadata.phone_number_id`)
           continue
         }
         const profiles = new Map<string, string>()
@@ -87,11 +118,12 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
           if (waId !== null && name !== null) profiles.set(waId, name)
         }
         for (const [m, message] of records(value.messages).entries()) {
-          const externalId = str(message.id)
-          const from = str(message.from)
-          const type = str(message.type)
-          if (externalId === null || from === null || type === null) {
-            notes.push(`entry ${e} change ${c} message ${m}: id, from or type missing`)
+          const externalId = idOf(message.id)
+          // The sender's chat-app id is the digits of their number (E.164 has at most 15).
+          const from = str(message.from)?.replace(/^\+/, "") ?? null
+          const type = idOf(message.type, 64)
+          if (externalId === null || from === null || !/^\d{5,20}$/.test(from) || type === null) {
+            notes.push(`entry ${e} change ${c} message ${m}: id, sender number or type missing or unreadable`)
             continue
           }
           events.push({
@@ -108,10 +140,10 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
           })
         }
         for (const [s, status] of records(value.statuses).entries()) {
-          const externalId = str(status.id)
+          const externalId = idOf(status.id)
           const name = str(status.status)
           if (externalId === null || name === null || !STATUSES.has(name)) {
-            notes.push(`entry ${e} change ${c} status ${s}: id missing or status ${JSON.stringify(status.status ?? null)} unknown`)
+            notes.push(`entry ${e} change ${c} status ${s}: id missing or unreadable, or status ${JSON.stringify(status.status ?? null).slice(0, 40)} unknown`)
             continue
           }
           events.push({

@@ -41,6 +41,10 @@ const CONFLICT_RETRIES = 3
 
 const NOTE_LIMIT = 2000
 
+// Notes quote what arrived; PostgreSQL's text cannot hold U+0000.
+const cleanNote = (outcome: InboundOutcome): InboundOutcome =>
+  outcome.note === null ? outcome : { ...outcome, note: outcome.note.replaceAll("\0", "\uFFFD").slice(0, NOTE_LIMIT) }
+
 /**
  * The background job that handles stored operator payloads: claims due ones with a lease (several
  * workers and processes share them), reads each into events, and runs every event through the
@@ -54,6 +58,9 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const channels = yield* ChannelService
     const handlers = yield* ChatappHandlers
     const transactor = yield* Transactor
+
+    // Own properties only: a field named `constructor` or `__proto__` has no handler.
+    const fieldHandlers = (field: string) => (Object.hasOwn(handlers.fields, field) ? handlers.fields[field]! : [])
 
     const withConflictRetry = <A, E>(effect: Effect.Effect<A, E | StorageError>): Effect.Effect<A, E | StorageError> =>
       Effect.gen(function*() {
@@ -105,14 +112,14 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const handleField = (event: ChatappFieldEvent) =>
       withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
         if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
-        for (const handler of handlers.fields[event.field] ?? []) {
+        for (const handler of fieldHandlers(event.field)) {
           if ((yield* handler.handle(event)) === "stop") break
         }
       })))
 
     const handleEvent = Effect.fnUntraced(function*(event: ChatappEvent, attempt: number, notes: Array<string>) {
       if (event.kind === "field") {
-        if ((handlers.fields[event.field] ?? []).length === 0) {
+        if (fieldHandlers(event.field).length === 0) {
           notes.push(`field ${event.field}: stored, no handler`)
           return
         }
@@ -127,7 +134,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       return yield* handleStatus(channel.value, event)
     })
 
-    const processOne = Effect.fnUntraced(function*(claim: InboundClaim) {
+    const tryOnce = Effect.fnUntraced(function*(claim: InboundClaim) {
       const { payload } = claim
       const notes: Array<string> = []
       let retry: string | null = null
@@ -156,8 +163,35 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       if (notes.length > 0 && retry === null) {
         yield* Effect.logInfo(`inbound payload ${payload.id}: ${notes.join("; ")}`)
       }
-      yield* store.finish(payload.id, claim.holder, outcome, at)
+      return { outcome, at }
     })
+
+    /**
+     * One payload, whatever it holds: what is not handled is retried later, and a defect (a bug, a
+     * body nobody foresaw) ends this payload's try, never the round or the payloads claimed with it.
+     */
+    const processOne = (claim: InboundClaim) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(tryOnce(claim))
+        let finished: { readonly outcome: InboundOutcome; readonly at: string }
+        if (exit._tag === "Success") finished = exit.value
+        else {
+          const reason = `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
+          yield* Effect.logError(`inbound payload ${claim.payload.id}: ${reason}`)
+          const nowMs = yield* Clock.currentTimeMillis
+          finished = {
+            at: fromMillis(nowMs),
+            outcome: claim.payload.attempts >= settings.maxAttempts
+              ? { status: "failed", note: reason.slice(0, NOTE_LIMIT) }
+              : {
+                status: "pending",
+                note: reason.slice(0, NOTE_LIMIT),
+                nextAttemptAt: fromMillis(nowMs + retryDelaySeconds(claim.payload.attempts) * 1000)
+              }
+          }
+        }
+        yield* store.finish(claim.payload.id, claim.holder, cleanNote(finished.outcome), finished.at)
+      })
 
     const runDue: Effect.Effect<number, StorageError> = Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis
