@@ -9,8 +9,17 @@
  * child process that reads the body, checks the HMAC with `timingSafeEqual` and answers 200. The host
  * runs as `npm start` runs it, in its own process, with `OMNI_WORKERS=0` (the edge alone: verify,
  * store, answer). The bare server and the hosts run alternately twice (bare, SQLite, PostgreSQL,
- * bare, PostgreSQL, SQLite); each keeps its better figure. Processing and latency runs are repeated
- * in reverse order too (not with `--quick`), keeping the better run (higher rate, lower p99).
+ * bare, PostgreSQL, SQLite); each keeps its better figure. A burst against a host with its worker
+ * on (SQLite, full runs only) is printed for reference.
+ *
+ * Processing: payloads of one message each (a tenth batched ten to a payload) from a tenth as many
+ * contacts are stored first; one worker process wired as the host wires it (`OMNI_WORKERS=1`) is then
+ * timed from its start to the last `message.received` event, and every count is verified (messages,
+ * events, contacts, conversations, no payload pending, failed or noted). A run that has not finished
+ * within its limit reports the rate it had reached, as not finished. Latency: a steady 200 payloads/s,
+ * open loop, to a host with its worker on; processing falling behind is reported beside it.
+ * Processing and latency runs are repeated in reverse order too (not with `--quick`), keeping the
+ * better run (higher rate, lower p99).
  *
  *   npm run bench:inbound -- [--quick] [--payloads 20000] [--messages 20000] [--only ack,processing,latency]
  *                            [--no-sqlite] [--no-postgres]     (for profiling one phase; goals need both)
