@@ -2,6 +2,7 @@ import { Cause, Clock, Effect, Option } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import {
+  CHATAPP_MEDIA_TYPES,
   type ChatappEvent,
   type ChatappFieldEvent,
   ChatappHandlers,
@@ -79,8 +80,9 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       event: ChatappMessageEvent,
       attempt: number
     ) {
-      // A redelivery is skipped before any download; the key inside the transaction settles races.
-      if (yield* store.wasHandled("chatapp", event.key)) return
+      // A redelivery of a message with a file is skipped before the download; the key inside the
+      // transaction settles every other case (and races) without a look of its own.
+      if (CHATAPP_MEDIA_TYPES.has(event.type) && (yield* store.wasHandled("chatapp", event.key))) return
       const input = { channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts }
       const steps: Array<PreparedStep> = []
       let ran = 0
@@ -117,7 +119,12 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         }
       })))
 
-    const handleEvent = Effect.fnUntraced(function*(event: ChatappEvent, attempt: number, notes: Array<string>) {
+    const handleEvent = Effect.fnUntraced(function*(
+      event: ChatappEvent,
+      attempt: number,
+      notes: Array<string>,
+      routes: Map<string, Option.Option<InboundChannel>>
+    ) {
       if (event.kind === "field") {
         if (fieldHandlers(event.field).length === 0) {
           notes.push(`field ${event.field}: stored, no handler`)
@@ -125,7 +132,12 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         }
         return yield* handleField(event)
       }
-      const channel = yield* channels.routeChatapp(event.phoneNumberId)
+      // One look per number and payload: a batch names the same number again and again.
+      let channel = routes.get(event.phoneNumberId)
+      if (channel === undefined) {
+        channel = yield* channels.routeChatapp(event.phoneNumberId)
+        routes.set(event.phoneNumberId, channel)
+      }
       if (Option.isNone(channel)) {
         notes.push(`phone_number_id ${event.phoneNumberId}: no active chat-app channel`)
         return
@@ -140,8 +152,9 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       let retry: string | null = null
       const parsed = yield* parseChatappPayload(payload.body)
       notes.push(...parsed.notes)
+      const routes = new Map<string, Option.Option<InboundChannel>>()
       for (const event of parsed.events) {
-        const exit = yield* Effect.exit(handleEvent(event, payload.attempts, notes))
+        const exit = yield* Effect.exit(handleEvent(event, payload.attempts, notes, routes))
         if (exit._tag === "Success") continue
         const error = Cause.findErrorOption(exit.cause)
         const reason = Option.isSome(error) && (error.value instanceof RetryLater || error.value instanceof StorageError)

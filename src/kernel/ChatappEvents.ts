@@ -55,11 +55,8 @@ export interface ChatappFieldEvent {
 /** One thing a payload reports. */
 export type ChatappEvent = ChatappMessageEvent | ChatappStatusEvent | ChatappFieldEvent
 
-/** A payload read into events, and notes on what was skipped and why. */
-export interface ParsedPayload {
-  readonly events: ReadonlyArray<ChatappEvent>
-  readonly notes: ReadonlyArray<string>
-}
+/** The message types whose message carries a file the operator keeps as a media object. */
+export const CHATAPP_MEDIA_TYPES: ReadonlySet<string> = new Set(["image", "document", "audio", "video", "sticker"])
 
 /** A payload read into events, and notes on what was skipped and why. */
 export interface ParsedPayload {

@@ -1,3 +1,5 @@
+import { CHATAPP_MEDIA_TYPES } from "../kernel/ChatappEvents.ts"
+
 /**
  * How an operator message object becomes a stored message: its type, its text and what else it
  * carries. Pure: the inbound handler and the tests call it.
@@ -23,8 +25,6 @@ export const CHATAPP_MESSAGE_TYPES = [
   "reaction"
 ] as const
 
-/** The types whose message carries a file the operator keeps as a media object. */
-export const MEDIA_TYPES = new Set(["image", "document", "audio", "video", "sticker"])
 
 /** A media object the message refers to: fetched from the operator and kept as an attachment. */
 export interface MediaReference {
@@ -57,6 +57,7 @@ export const chatappContentOf = (message: Json): MessageContent => {
     case "audio":
     case "video":
     case "sticker": {
+      // CHATAPP_MEDIA_TYPES, spelled out for the switch.
       const id = str(body.id)
       return {
         messageType: type,

@@ -120,5 +120,7 @@ export const up = async (db: Kysely<unknown>, dialect: "sqlite" | "postgres"): P
   await db.schema.createIndex("attachments_tenant_message_idx").on("attachments")
     .columns(["tenant_id", "message_id", "created_at", "id"]).execute()
 
-  await db.schema.createIndex("channels_platform_external_idx").on("channels").columns(["platform", "external_id"]).execute()
+  // Routing reads the newest active channel of a number from the index, with no sort.
+  await db.schema.createIndex("channels_platform_external_idx").on("channels")
+    .columns(["platform", "external_id", "status", "created_at", "id"]).execute()
 }
