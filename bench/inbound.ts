@@ -35,7 +35,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import pg from "pg"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
-import { killAllChildren } from "./ChildProcess.ts"
+import { startRun } from "./Run.ts"
 import type { CpuPerEvent, Roles } from "./CpuMeter.ts"
 import { databaseOf, startInboundCpuMeter } from "./InboundCpu.ts"
 import { type Counts, type HostSettings, openReader, prepareDatabase, readCounts, waitUntilProcessed } from "./InboundDatabase.ts"
@@ -98,44 +98,7 @@ if (!Number.isInteger(ACK_PAYLOADS) || ACK_PAYLOADS < 100) throw new Error("--pa
 if (!Number.isInteger(MESSAGES) || MESSAGES < 100) throw new Error("--messages must be a whole number ≥ 100")
 if (only.size === 0) throw new Error(`--only takes a comma-separated list of ${PHASES.join(", ")}`)
 
-const began = Date.now()
-const loadAtStart = loadavg()[0]!.toFixed(1)
-const progress = (phase: string, message: string) => {
-  // Once the run is being cleaned up (interrupted, over time), the phase in progress stops at its next step.
-  if (cleaning !== undefined) throw new Error("interrupted")
-  const elapsed = Math.round((Date.now() - began) / 1000)
-  console.log(`[${String(Math.floor(elapsed / 60)).padStart(2, "0")}:${String(elapsed % 60).padStart(2, "0")}] ${phase}: ${message}`)
-}
-
-// Whatever a phase acquires is released here, newest first, also when the run fails or is interrupted.
-const cleanups: Array<() => Promise<void>> = []
-const onCleanup = (release: () => Promise<void>) => {
-  cleanups.push(release)
-  return release
-}
-const release = async (step: () => Promise<void>) => {
-  const index = cleanups.lastIndexOf(step)
-  if (index >= 0) cleanups.splice(index, 1)
-  await step()
-}
-let cleaning: Promise<void> | undefined
-const cleanUp = () =>
-  (cleaning ??= (async () => {
-    killAllChildren()
-    for (const step of cleanups.splice(0).reverse()) await step().catch((error) => console.error("cleanup:", error))
-  })())
-let aborting = false
-const abort = (why: string) => {
-  if (aborting) return
-  aborting = true
-  console.error(`\n${why}: cleaning up`)
-  void cleanUp().finally(() => process.exit(1))
-}
-// Not `once`: under npm and tsx a Ctrl-C arrives twice (from the terminal's process group and
-// relayed by tsx), and a second, unhandled one would end the process before it has cleaned up.
-process.on("SIGINT", () => abort("interrupted"))
-process.on("SIGTERM", () => abort("terminated"))
-setTimeout(() => abort(`still running after ${HARD_LIMIT_MS / 60_000} minutes`), HARD_LIMIT_MS).unref()
+const { loadAtStart, progress, onCleanup, release, cleanUp, cleaningUp, elapsedSeconds } = startRun(HARD_LIMIT_MS)
 
 /** Whether PostgreSQL answers at PG_URL. */
 const postgresReachable = async (): Promise<boolean> => {
@@ -644,9 +607,9 @@ try {
   printReport(withPostgres)
 } catch (error) {
   // After an interruption the phase in progress fails as its processes die; that is not news.
-  if (cleaning === undefined) console.error(error)
+  if (!cleaningUp()) console.error(error)
   process.exitCode = 1
 } finally {
   await cleanUp()
 }
-console.log(`[done] in ${Math.round((Date.now() - began) / 1000)} s`)
+console.log(`[done] in ${elapsedSeconds()} s`)

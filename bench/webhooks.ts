@@ -28,7 +28,7 @@ import { migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStor
 import { makeCertificate } from "../test/outbound/LocalServers.ts"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
 import { makeBarePoster, type PostClient, postAll } from "./BarePost.ts"
-import { killAllChildren } from "./ChildProcess.ts"
+import { startRun } from "./Run.ts"
 import { type CpuPerEvent, type Roles, startCpuMeter } from "./CpuMeter.ts"
 import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } from "./Engine.ts"
 import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
@@ -65,37 +65,7 @@ const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 if (!Number.isInteger(EVENTS) || EVENTS < 100) throw new Error("--events must be a whole number ≥ 100")
 
-const began = Date.now()
-const loadAtStart = loadavg()[0]!.toFixed(1)
-const progress = (phase: string, message: string) => {
-  const elapsed = Math.round((Date.now() - began) / 1000)
-  console.log(`[${String(Math.floor(elapsed / 60)).padStart(2, "0")}:${String(elapsed % 60).padStart(2, "0")}] ${phase}: ${message}`)
-}
-
-// Whatever a phase acquires is released here, newest first, also when the run fails or is interrupted.
-const cleanups: Array<() => Promise<void>> = []
-const onCleanup = (release: () => Promise<void>) => {
-  cleanups.push(release)
-  return release
-}
-const release = async (step: () => Promise<void>) => {
-  const index = cleanups.lastIndexOf(step)
-  if (index >= 0) cleanups.splice(index, 1)
-  await step()
-}
-let cleaning: Promise<void> | undefined
-const cleanUp = () =>
-  (cleaning ??= (async () => {
-    killAllChildren()
-    for (const step of cleanups.splice(0).reverse()) await step().catch((error) => console.error("cleanup:", error))
-  })())
-const abort = (why: string) => {
-  console.error(`\n${why}: cleaning up`)
-  void cleanUp().finally(() => process.exit(1))
-}
-process.once("SIGINT", () => abort("interrupted"))
-process.once("SIGTERM", () => abort("terminated"))
-setTimeout(() => abort(`still running after ${HARD_LIMIT_MS / 60_000} minutes`), HARD_LIMIT_MS).unref()
+const { loadAtStart, progress, onCleanup, release, cleanUp, cleaningUp, elapsedSeconds } = startRun(HARD_LIMIT_MS)
 
 /** One contender's figures. */
 interface Row {
@@ -538,9 +508,9 @@ try {
   printReport(baselines, oneAtATime, sqlite, postgresRows[1], postgresRows)
 } catch (error) {
   // After an interruption the phase in progress fails as its processes die; that is not news.
-  if (cleaning === undefined) console.error(error)
+  if (!cleaningUp()) console.error(error)
   process.exitCode = 1
 } finally {
   await cleanUp()
 }
-progress("done", `in ${Math.round((Date.now() - began) / 1000)} s`)
+console.log(`[done] in ${elapsedSeconds()} s`)
