@@ -107,12 +107,13 @@ const main = async () => {
     return 0
   }
   const config = readConfig(process.env)
+  // Only connecting a channel talks to the operator (its credentials are checked, through the guarded
+  // client); the other commands set none of that up.
+  const outbound = words.join(" ") === "channel create" ? makeGuardedHttp({ allow: config.outboundAllow }) : undefined
   // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
-  // Connecting a channel checks its credentials with the operator, through the guarded client.
-  const outbound = makeGuardedHttp({ allow: config.outboundAllow })
   const app = await make({
     storage: storageFor(config.databaseUrl, { checkpoints: "inline" }),
-    ...operatorOptions(config, outbound)
+    ...(outbound === undefined ? {} : operatorOptions(config, outbound))
   })
   try {
     const result = await app.run(Effect.suspend(() => command(words, flags)))
@@ -120,7 +121,7 @@ const main = async () => {
     return 0
   } finally {
     await app.dispose()
-    await outbound.close()
+    await outbound?.close()
   }
 }
 
