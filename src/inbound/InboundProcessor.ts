@@ -8,6 +8,7 @@ import {
   ChatappHandlers,
   type ChatappMessageEvent,
   type ChatappStatusEvent,
+  type HandlerVerdict,
   type InboundChannel,
   type PreparedStep,
   RetryLater
@@ -75,6 +76,26 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         }
       })
 
+    // Runs `work` in a transaction together with the item's de-duplication key, unless the key was
+    // handled already; `false` then.
+    const once = <E>(key: string, work: Effect.Effect<void, E | StorageError>) =>
+      withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
+        if (!(yield* store.markHandled("chatapp", key, yield* now))) return false
+        yield* work
+        return true
+      })))
+
+    // Runs `steps` in order until one stops the chain; resolves to how many ran.
+    const untilStop = <E>(steps: ReadonlyArray<Effect.Effect<HandlerVerdict, E>>) =>
+      Effect.gen(function*() {
+        let ran = 0
+        for (const step of steps) {
+          ran++
+          if ((yield* step) === "stop") break
+        }
+        return ran
+      })
+
     const handleMessage = Effect.fnUntraced(function*(
       channel: InboundChannel,
       event: ChatappMessageEvent,
@@ -86,38 +107,23 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       const input = { channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts }
       const steps: Array<PreparedStep> = []
       let ran = 0
-      const discardFrom = (from: number) => Effect.forEach(steps.slice(from), (step) => step.discard, { discard: true })
       const outcome = yield* Effect.exit(Effect.gen(function*() {
         for (const handler of handlers.messages) steps.push(yield* handler.prepare(input))
-        yield* withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
-          ran = 0
-          if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
-          for (const step of steps) {
-            ran++
-            if ((yield* step.run) === "stop") break
-          }
-        })))
+        const done = yield* once(event.key, Effect.map(untilStop(steps.map((step) => step.run)), (n) => {
+          ran = n
+        }))
+        if (!done) ran = 0
       }))
       // Files of steps whose work did not commit (a duplicate, a stop, a failure) are removed.
-      yield* discardFrom(outcome._tag === "Success" ? ran : 0)
+      yield* Effect.forEach(steps.slice(outcome._tag === "Success" ? ran : 0), (step) => step.discard, { discard: true })
       if (outcome._tag === "Failure") return yield* Effect.failCause(outcome.cause)
     })
 
     const handleStatus = (channel: InboundChannel, event: ChatappStatusEvent) =>
-      withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
-        if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
-        for (const handler of handlers.statuses) {
-          if ((yield* handler.handle({ channel, event })) === "stop") break
-        }
-      })))
+      once(event.key, untilStop(handlers.statuses.map((handler) => handler.handle({ channel, event }))))
 
     const handleField = (event: ChatappFieldEvent) =>
-      withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
-        if (!(yield* store.markHandled("chatapp", event.key, yield* now))) return
-        for (const handler of fieldHandlers(event.field)) {
-          if ((yield* handler.handle(event)) === "stop") break
-        }
-      })))
+      once(event.key, untilStop(fieldHandlers(event.field).map((handler) => handler.handle(event))))
 
     const handleEvent = Effect.fnUntraced(function*(
       event: ChatappEvent,
@@ -146,6 +152,15 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       return yield* handleStatus(channel.value, event)
     })
 
+    // How a try ended: processed (with its notes), or retried with backoff until the last try fails it.
+    const outcomeOf = (attempts: number, nowMs: number, retry: string | null, notes: string): InboundOutcome =>
+      retry === null
+        ? { status: "processed", note: notes === "" ? null : notes }
+        : attempts >= settings.maxAttempts
+        ? { status: "failed", note: retry }
+        : { status: "pending", note: retry, nextAttemptAt: fromMillis(nowMs + retryDelaySeconds(attempts) * 1000) }
+
+    // Every event of the payload; the first that was not handled is what the payload is retried for.
     const tryOnce = Effect.fnUntraced(function*(claim: InboundClaim) {
       const { payload } = claim
       const notes: Array<string> = []
@@ -164,19 +179,10 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         retry ??= `${event.kind} ${event.key}: ${reason}`
         yield* Effect.logWarning(`inbound payload ${payload.id}: ${event.kind} ${event.key} not handled: ${reason}`)
       }
-      const at = yield* now
-      const note = (text: string | null) => (text === null || text === "" ? null : text.slice(0, NOTE_LIMIT))
-      let outcome: InboundOutcome
-      if (retry === null) outcome = { status: "processed", note: note(notes.join("; ")) }
-      else if (payload.attempts >= settings.maxAttempts) outcome = { status: "failed", note: note(retry)! }
-      else {
-        const next = fromMillis((yield* Clock.currentTimeMillis) + retryDelaySeconds(payload.attempts) * 1000)
-        outcome = { status: "pending", note: note(retry)!, nextAttemptAt: next }
-      }
       if (notes.length > 0 && retry === null) {
         yield* Effect.logInfo(`inbound payload ${payload.id}: ${notes.join("; ")}`)
       }
-      return { outcome, at }
+      return { retry, notes: notes.join("; ") }
     })
 
     /**
@@ -186,24 +192,15 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const processOne = (claim: InboundClaim) =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(tryOnce(claim))
-        let finished: { readonly outcome: InboundOutcome; readonly at: string }
-        if (exit._tag === "Success") finished = exit.value
-        else {
-          const reason = `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
-          yield* Effect.logError(`inbound payload ${claim.payload.id}: ${reason}`)
-          const nowMs = yield* Clock.currentTimeMillis
-          finished = {
-            at: fromMillis(nowMs),
-            outcome: claim.payload.attempts >= settings.maxAttempts
-              ? { status: "failed", note: reason.slice(0, NOTE_LIMIT) }
-              : {
-                status: "pending",
-                note: reason.slice(0, NOTE_LIMIT),
-                nextAttemptAt: fromMillis(nowMs + retryDelaySeconds(claim.payload.attempts) * 1000)
-              }
-          }
+        if (exit._tag === "Failure") {
+          yield* Effect.logError(`inbound payload ${claim.payload.id}: processing failed`, exit.cause)
         }
-        yield* store.finish(claim.payload.id, claim.holder, cleanNote(finished.outcome), finished.at)
+        const tried = exit._tag === "Success"
+          ? exit.value
+          : { retry: `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`, notes: "" }
+        const nowMs = yield* Clock.currentTimeMillis
+        const outcome = outcomeOf(claim.payload.attempts, nowMs, tried.retry, tried.notes)
+        yield* store.finish(claim.payload.id, claim.holder, cleanNote(outcome), fromMillis(nowMs))
       })
 
     const runDue: Effect.Effect<number, StorageError> = Effect.gen(function*() {

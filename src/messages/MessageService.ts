@@ -9,7 +9,6 @@ import {
   type ChatappMessageHandler,
   type ChatappMessageInput,
   type ChatappStatusHandler,
-  type InboundChannel,
   RetryLater
 } from "../kernel/ChatappEvents.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
@@ -21,7 +20,7 @@ import { ChatPlatform, type ChatPlatformError } from "../ports/ChatPlatform.ts"
 import { type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { chatappContentOf } from "./ChatappContent.ts"
+import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
 import { type Message, type SendMessageRequest, toMessage } from "./Message.ts"
 import { applyStatus } from "./MessageStatusMachine.ts"
 
@@ -129,18 +128,21 @@ export class MessageService extends Context.Service<MessageService, {
       })
 
       // The media of a message, fetched and written to the blob store before the transaction.
-      const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, media: { readonly id: string; readonly mimeType: string | null; readonly filename: string | null }) {
+      // A file that cannot be had now is tried again with the payload, unless this is its last try:
+      // then the message is stored without it, noted.
+      const retryOrGiveUp = (input: ChatappMessageInput, retryable: boolean, mediaId: string, problem: string) =>
+        retryable && !input.lastAttempt
+          ? Effect.fail(new RetryLater({ message: `media ${mediaId}: ${problem}` }))
+          : Effect.succeed({ prepared: null, error: `media ${mediaId}: ${problem}` })
+
+      const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, media: MediaReference) {
         const credentials = chatappCredentialsOf(input.channel)
         if (Option.isNone(credentials)) {
           return { prepared: null, error: "the channel has no access token to fetch media with" }
         }
         const fetched = yield* Effect.result(platform.fetchMedia(credentials.value, media.id, { maxBytes: MAX_MEDIA_BYTES }))
         if (fetched._tag === "Failure") {
-          const error = fetched.failure
-          if (error.retryable && !input.lastAttempt) {
-            return yield* new RetryLater({ message: `media ${media.id}: ${error.message}` })
-          }
-          return { prepared: null, error: `media ${media.id} could not be fetched: ${error.message}` }
+          return yield* retryOrGiveUp(input, fetched.failure.retryable, media.id, `could not be fetched: ${fetched.failure.message}`)
         }
         const prepared = yield* Effect.result(attachments.prepareInbound({
           tenantId: input.channel.tenant_id,
@@ -152,23 +154,21 @@ export class MessageService extends Context.Service<MessageService, {
           direction: "inbound"
         }))
         if (prepared._tag === "Failure") {
-          if (!input.lastAttempt) return yield* new RetryLater({ message: `media ${media.id}: ${prepared.failure.message}` })
-          return { prepared: null, error: `media ${media.id} could not be stored: ${prepared.failure.message}` }
+          return yield* retryOrGiveUp(input, true, media.id, `could not be stored: ${prepared.failure.message}`)
         }
         return { prepared: prepared.success, error: null }
       })
 
       const storeInbound = Effect.fnUntraced(function*(
-        channel: InboundChannel,
         input: ChatappMessageInput,
+        content: MessageContent,
         media: PreparedAttachment | null,
         mediaError: string | null
       ) {
-        const { event } = input
+        const { channel, event } = input
         const tenantId = channel.tenant_id
         const { contact } = yield* contacts.findOrCreateByPhone(tenantId, `+${event.from.replace(/\D/g, "")}`, event.profileName)
         const { conversation } = yield* conversations.openFor({ tenantId, channelId: channel.id, contactId: contact.id })
-        const content = chatappContentOf(event.message)
         const at = yield* now
         const message: MessageRecord = {
           id: yield* newId,
@@ -211,7 +211,7 @@ export class MessageService extends Context.Service<MessageService, {
             const content = chatappContentOf(input.event.message)
             const media = content.media === null ? { prepared: null, error: null } : yield* fetchMedia(input, content.media)
             return {
-              run: storeInbound(input.channel, input, media.prepared, media.error),
+              run: storeInbound(input, content, media.prepared, media.error),
               discard: media.prepared === null ? Effect.void : attachments.discard(media.prepared)
             }
           })
