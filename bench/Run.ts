@@ -1,4 +1,5 @@
 import { loadavg } from "node:os"
+import pg from "pg"
 import { killAllChildren } from "./ChildProcess.ts"
 
 /**
@@ -58,5 +59,19 @@ export const startRun = (hardLimitMs: number) => {
     cleaningUp: () => cleaning !== undefined,
     /** Seconds since the start. */
     elapsedSeconds: () => Math.round((Date.now() - began) / 1000)
+  }
+}
+
+/** Whether PostgreSQL answers at `url` (within 3 seconds). */
+export const postgresReachable = async (url: string): Promise<boolean> => {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 })
+  try {
+    await client.connect()
+    await client.query("SELECT 1")
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => undefined)
   }
 }

@@ -33,9 +33,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import pg from "pg"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
-import { startRun } from "./Run.ts"
+import { postgresReachable, startRun } from "./Run.ts"
 import type { CpuPerEvent, Roles } from "./CpuMeter.ts"
 import { databaseOf, startInboundCpuMeter } from "./InboundCpu.ts"
 import { type Counts, type HostSettings, openReader, prepareDatabase, readCounts, waitUntilProcessed } from "./InboundDatabase.ts"
@@ -99,20 +98,6 @@ if (!Number.isInteger(MESSAGES) || MESSAGES < 100) throw new Error("--messages m
 if (only.size === 0) throw new Error(`--only takes a comma-separated list of ${PHASES.join(", ")}`)
 
 const { loadAtStart, progress, onCleanup, release, cleanUp, cleaningUp, elapsedSeconds } = startRun(HARD_LIMIT_MS)
-
-/** Whether PostgreSQL answers at PG_URL. */
-const postgresReachable = async (): Promise<boolean> => {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 })
-  try {
-    await client.connect()
-    await client.query("SELECT 1")
-    return true
-  } catch {
-    return false
-  } finally {
-    await client.end().catch(() => undefined)
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Databases: every phase gets its own, removed when the phase ends (or the run is cleaned up).
@@ -589,7 +574,7 @@ progress(
     `${RATE} payloads/s for ${STEADY_SECONDS} s${quick ? " (quick)" : ""}`
 )
 try {
-  const withPostgres = await postgresReachable()
+  const withPostgres = await postgresReachable(PG_URL)
   if (!withPostgres) progress("setup", `no PostgreSQL at ${PG_URL}: the PostgreSQL phases are skipped`)
   const backends: ReadonlyArray<Backend> = [
     ...(flags["no-sqlite"] === true ? [] : ["SQLite" as const]),

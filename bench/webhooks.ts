@@ -23,12 +23,11 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { Effect } from "effect"
 import { Logger, makeWorkerUtils, runMigrations } from "graphile-worker"
-import pg from "pg"
 import { migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStorage.ts"
 import { makeCertificate } from "../test/outbound/LocalServers.ts"
 import { createPostgresDatabase } from "../test/support/Databases.ts"
 import { makeBarePoster, type PostClient, postAll } from "./BarePost.ts"
-import { startRun } from "./Run.ts"
+import { postgresReachable, startRun } from "./Run.ts"
 import { type CpuPerEvent, type Roles, startCpuMeter } from "./CpuMeter.ts"
 import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } from "./Engine.ts"
 import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
@@ -123,20 +122,6 @@ const runBurstAndSteady = async (phase: string, produce: Produce, roles: Roles, 
   const steadyResult = await steady(receiver, produce, RATE, STEADY_SECONDS)
   progress(phase, `p50 ${steadyResult.p50.toFixed(1)} ms, p99 ${steadyResult.p99.toFixed(1)} ms`)
   return { burst: burstResult, cpu, steady: steadyResult }
-}
-
-/** Whether PostgreSQL answers at PG_URL. */
-const postgresReachable = async (): Promise<boolean> => {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 })
-  try {
-    await client.connect()
-    await client.query("SELECT 1")
-    return true
-  } catch {
-    return false
-  } finally {
-    await client.end().catch(() => undefined)
-  }
 }
 
 /** A fresh PostgreSQL database for one phase, dropped when the phase ends (or the run is cleaned up). */
@@ -469,7 +454,7 @@ try {
   let sqlite = await sqliteEngine()
   const postgresRows: Array<Row> = []
   const graphileRows = new Map<PostClient, Array<Row>>(clients.map((client) => [client, []]))
-  const withPostgres = await postgresReachable()
+  const withPostgres = await postgresReachable(PG_URL)
   if (withPostgres) {
     postgresRows.push(await postgresEngine(1, true))
     postgresRows.push(await postgresEngine(2, false))
