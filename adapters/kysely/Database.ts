@@ -24,6 +24,9 @@ export interface Database {
   messages: MessagesTable
   message_statuses: MessageStatusesTable
   attachments: AttachmentsTable
+  chatapp_templates: ChatappTemplatesTable
+  library_cache: LibraryCacheTable
+  sending_limits: SendingLimitsTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -206,7 +209,8 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] },
   // Partial (`WHERE status = 'open'`): SQLite's message lists the columns all the same.
   { name: "conversations_open_unique", table: "conversations", columns: ["tenant_id", "channel_id", "contact_id"] },
-  { name: "messages_channel_external_unique", table: "messages", columns: ["channel_id", "external_id"] }
+  { name: "messages_channel_external_unique", table: "messages", columns: ["channel_id", "external_id"] },
+  { name: "chatapp_templates_channel_name_unique", table: "chatapp_templates", columns: ["tenant_id", "channel_id", "name", "language"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -304,4 +308,41 @@ export interface AttachmentsTable {
   blob_key: string
   external_id: string | null
   created_at: string
+}
+
+export interface ChatappTemplatesTable {
+  id: string
+  tenant_id: string
+  channel_id: string
+  name: string
+  language: string
+  category: string
+  status: string
+  status_reason: string | null
+  external_id: string | null
+  library_template_name: string | null
+  /** The components, a JSON array. */
+  components: string
+  attempt_id: string | null
+  created_at: string
+  updated_at: string | null
+}
+
+export interface LibraryCacheTable {
+  business_account_id: string
+  query_key: string
+  /** The entries, a JSON array. */
+  entries: string
+  fetched_at: string
+}
+
+export interface SendingLimitsTable {
+  tenant_id: string
+  channel_id: string
+  messaging_limit_tier: string | null
+  quality_rating: string | null
+  throughput_level: string | null
+  phone_status: string | null
+  source: string
+  updated_at: string
 }

@@ -26,8 +26,11 @@ import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { conversationStoreLayer } from "./stores/ConversationStoreKysely.ts"
 import { inboundStoreLayer } from "./stores/InboundStoreKysely.ts"
+import { libraryCacheStoreLayer } from "./stores/LibraryCacheStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
+import { sendingLimitStoreLayer } from "./stores/SendingLimitStoreKysely.ts"
+import { templateStoreLayer } from "./stores/TemplateStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
 import { webhookDeliveryStoreLayer } from "./stores/WebhookDeliveryStoreKysely.ts"
 import { webhookEndpointStoreLayer } from "./stores/WebhookEndpointStoreKysely.ts"
@@ -80,7 +83,10 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     inboundStoreLayer,
     conversationStoreLayer,
     messageStoreLayer,
-    attachmentStoreLayer
+    attachmentStoreLayer,
+    templateStoreLayer,
+    libraryCacheStoreLayer,
+    sendingLimitStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

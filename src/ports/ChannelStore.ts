@@ -37,6 +37,16 @@ export class ChannelStore extends Context.Service<ChannelStore, {
     platform: string,
     externalId: string
   ) => Effect.Effect<ReadonlyArray<ChannelRecord>, StorageError>
+  /**
+   * The active channels of `platform` whose config holds `value` under `key`, in every tenant, newest
+   * first: cross-tenant like `findActiveByExternalId`, for what the operator sends naming an account
+   * (a business account id) rather than a number. Meant for rare traffic: it may scan the platform's channels.
+   */
+  readonly findActiveByConfig: (
+    platform: string,
+    key: string,
+    value: string
+  ) => Effect.Effect<ReadonlyArray<ChannelRecord>, StorageError>
   /** Replaces the stored channel `channel.id` of `tenantId`; `false` when it does not exist there. */
   readonly update: (tenantId: string, channel: ChannelRecord) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/ChannelStore") {}

@@ -6,8 +6,11 @@ import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
 import type { ContactStore } from "./ContactStore.ts"
 import type { ConversationStore } from "./ConversationStore.ts"
 import type { InboundStore } from "./InboundStore.ts"
+import type { LibraryCacheStore } from "./LibraryCacheStore.ts"
 import type { MessageStore } from "./MessageStore.ts"
 import type { OutboxStore } from "./OutboxStore.ts"
+import type { SendingLimitStore } from "./SendingLimitStore.ts"
+import type { TemplateStore } from "./TemplateStore.ts"
 import type { TenantStore } from "./TenantStore.ts"
 import type { Transactor } from "./Transactor.ts"
 import type { WebhookDeliveryStore } from "./WebhookDeliveryStore.ts"
@@ -29,3 +32,6 @@ export type StoragePorts =
   | ConversationStore
   | MessageStore
   | AttachmentStore
+  | TemplateStore
+  | LibraryCacheStore
+  | SendingLimitStore

@@ -66,3 +66,6 @@ export {
   type LibraryQuery
 } from "./ChatPlatform.ts"
 export { BlobStore, BlobStoreError, type BlobWritten } from "./BlobStore.ts"
+export { type TemplateFilter, type TemplateRecord, TemplateStore } from "./TemplateStore.ts"
+export { type LibraryCacheRecord, LibraryCacheStore } from "./LibraryCacheStore.ts"
+export { type SendingLimitRecord, SendingLimitStore } from "./SendingLimitStore.ts"

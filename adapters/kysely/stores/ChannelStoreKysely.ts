@@ -1,4 +1,5 @@
 import { Effect, Layer, Option } from "effect"
+import { sql } from "kysely"
 import { type ChannelRecord, ChannelStore } from "../../../src/ports/ChannelStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ChannelsTable } from "../Database.ts"
@@ -15,6 +16,9 @@ const toRow = (channel: ChannelRecord): ChannelsTable => ({
   config: JSON.stringify(channel.config),
   secrets: JSON.stringify(channel.secrets)
 })
+
+/** `text` as a LIKE pattern matching it literally, with `\\` as the escape character. */
+const likeEscaped = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** `ChannelStore` on Kysely. */
 export const channelStoreLayer: Layer.Layer<ChannelStore, never, KyselyConnection> = Layer.effect(
@@ -43,6 +47,14 @@ export const channelStoreLayer: Layer.Layer<ChannelStore, never, KyselyConnectio
           db.selectFrom("channels").selectAll().where("platform", "=", platform).where("external_id", "=", externalId)
             .where("status", "=", "active").orderBy("created_at", "desc").orderBy("id", "desc").execute())
           .pipe(Effect.map((rows) => rows.map(fromRow))),
+      // Config is stored as JSON.stringify writes it, so `"key":"value"` appears verbatim in the text;
+      // the LIKE narrows the platform's channels and the parsed config decides.
+      findActiveByConfig: (platform, key, value) =>
+        query(connection, (db) =>
+          db.selectFrom("channels").selectAll().where("platform", "=", platform).where("status", "=", "active")
+            .where(sql<boolean>`config LIKE ${`%${likeEscaped(JSON.stringify({ [key]: value }).slice(1, -1))}%`} ESCAPE '\\'`)
+            .orderBy("created_at", "desc").orderBy("id", "desc").execute())
+          .pipe(Effect.map((rows) => rows.map(fromRow).filter((channel) => channel.config[key] === value))),
       update: (tenantId, channel) => {
         const { id: _id, tenant_id: _tenant, created_at: _created, ...changes } = toRow(channel)
         return query(connection, (db) =>
