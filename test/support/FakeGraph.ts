@@ -40,6 +40,30 @@ export interface FakeMedia {
   readonly fileSize?: number
 }
 
+/**
+ * What the fake says of a phone number (`GET /{phone_number_id}`), in the operator's field names; null
+ * leaves the field out of the answer (the operator not reporting it).
+ */
+export interface FakeNumber {
+  readonly messaging_limit_tier?: string | null
+  readonly quality_rating?: string | null
+  readonly status?: string | null
+  /** `throughput.level`: `STANDARD` unless set. */
+  readonly throughput_level?: string | null
+}
+
+/** How the fake starts. */
+export interface FakeGraphOptions {
+  /** The Graph version in the path; `v23.0` unless given. */
+  readonly version?: string
+  /** The only Bearer token accepted; any non-empty one when not given. */
+  readonly accessToken?: string
+  /** The catalog `GET /message_template_library` serves; `FAKE_LIBRARY` unless given. */
+  readonly library?: ReadonlyArray<Readonly<Record<string, unknown>>>
+  /** Library entries per page; 2 unless given. */
+  readonly libraryPageSize?: number
+}
+
 /** A fake of the operator's Graph API on 127.0.0.1, speaking its wire format. */
 export interface FakeGraph {
   /** `http://127.0.0.1:<port>/v23.0`: the base URL to hand the Graph adapter. */
@@ -56,6 +80,10 @@ export interface FakeGraph {
   readonly script: (method: "GET" | "POST", path: string | RegExp, ...answers: ReadonlyArray<FakeAnswer>) => void
   /** Serves `id` as a media object and its bytes at `/media-download/{id}?token=…`. */
   readonly media: (id: string, media: FakeMedia) => void
+  /** Sets what `GET /{id}` says of phone number `id` from now on (merged over earlier settings). */
+  readonly number: (id: string, number: FakeNumber) => void
+  /** How many `GET /message_template_library` requests arrived so far (pages included, scripted or not). */
+  readonly libraryCalls: () => number
   readonly close: () => Promise<void>
 }
 
@@ -129,6 +157,23 @@ export const FAKE_LIBRARY: ReadonlyArray<Readonly<Record<string, unknown>>> = [
 ]
 const LIBRARY_PAGE_SIZE = 2
 
+/**
+ * The operator's library filtering as the fake plays it: `search` in name or body, any case; the
+ * other filters exact (`industry`: one of the entry's).
+ */
+export const libraryEntryMatches = (
+  entry: Readonly<Record<string, unknown>>,
+  query: Readonly<Partial<Record<"search" | "topic" | "usecase" | "industry" | "language" | "name", string>>>
+): boolean => {
+  const { search, topic, usecase, industry, language, name } = query
+  return (search === undefined || `${entry.name} ${entry.body}`.toLowerCase().includes(search.toLowerCase())) &&
+    (topic === undefined || entry.topic === topic) &&
+    (usecase === undefined || entry.usecase === usecase) &&
+    (industry === undefined || (Array.isArray(entry.industry) && entry.industry.includes(industry))) &&
+    (language === undefined || entry.language === language) &&
+    (name === undefined || entry.name === name)
+}
+
 const patternOf = (path: string | RegExp): RegExp =>
   typeof path !== "string"
     ? path
@@ -143,12 +188,17 @@ const offsetOf = (cursor: string | undefined) =>
 /**
  * Starts the fake operator on 127.0.0.1 with a free port. By default it answers as the operator
  * would: sends get a `wamid.`, phone numbers are `TIER_1K`/`GREEN`/`CONNECTED`, templates are kept
- * per business account (a library template `APPROVED`, others `PENDING`), the library comes in two
- * pages, media objects point at the fake's own download path. A request without a Bearer token (or
- * with another than `accessToken`, when given) gets the operator's 190 error.
+ * per business account (a library template `APPROVED`, others `PENDING`), the library (`FAKE_LIBRARY`
+ * unless `library` is given) comes two entries a page (`libraryPageSize`), media objects point at the
+ * fake's own download path. A request without a Bearer token (or with another than `accessToken`, when
+ * given) gets the operator's 190 error.
  */
-export const startFakeGraph = async (options: { readonly version?: string; readonly accessToken?: string } = {}): Promise<FakeGraph> => {
+export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<FakeGraph> => {
   const version = `/${options.version ?? "v23.0"}`
+  const library = options.library ?? FAKE_LIBRARY
+  const libraryPageSize = options.libraryPageSize ?? LIBRARY_PAGE_SIZE
+  const numbers = new Map<string, FakeNumber>()
+  let libraryCalls = 0
   const seen: Array<FakeGraphRequest> = []
   const scripts: Array<{ readonly method: string; readonly pattern: RegExp; readonly answers: Array<FakeAnswer> }> = []
   const mediaById = new Map<string, FakeMedia & { issued: number; readonly valid: Set<string> }>()
@@ -173,16 +223,8 @@ export const startFakeGraph = async (options: { readonly version?: string; reado
       return { body: media.bytes, headers: { "content-type": media.mimeType } }
     }
     if (request.method === "GET" && first === "message_template_library" && segments.length === 1) {
-      const { search, topic, usecase, industry, language, name } = request.query
-      const matching = FAKE_LIBRARY.filter((entry) =>
-        (search === undefined || `${entry.name} ${entry.body}`.toLowerCase().includes(search.toLowerCase())) &&
-        (topic === undefined || entry.topic === topic) &&
-        (usecase === undefined || entry.usecase === usecase) &&
-        (industry === undefined || (entry.industry as Array<string>).includes(industry)) &&
-        (language === undefined || entry.language === language) &&
-        (name === undefined || entry.name === name)
-      )
-      return { json: page(matching, offsetOf(request.query.after), LIBRARY_PAGE_SIZE, request) }
+      const matching = library.filter((entry) => libraryEntryMatches(entry, request.query))
+      return { json: page(matching, offsetOf(request.query.after), libraryPageSize, request) }
     }
     if (first !== undefined && second === "messages" && request.method === "POST") {
       const to = String((request.json as { to?: unknown } | undefined)?.to ?? "")
@@ -225,14 +267,19 @@ export const startFakeGraph = async (options: { readonly version?: string; reado
         }
       }
       if (/^\d+$/.test(first)) {
+        const set = numbers.get(first) ?? {}
+        // Undefined fields are left out of the JSON: null means "not reported".
+        const reported = (value: string | null | undefined, fallback: string) => (value === null ? undefined : value ?? fallback)
+        const level = reported(set.throughput_level, "STANDARD")
         return {
           json: {
             id: first,
             display_phone_number: `+1 555-${first.slice(-7, -4).padStart(3, "0")}-${first.slice(-4).padStart(4, "0")}`,
             verified_name: "Fake Business",
-            messaging_limit_tier: "TIER_1K",
-            quality_rating: "GREEN",
-            status: "CONNECTED"
+            messaging_limit_tier: reported(set.messaging_limit_tier, "TIER_1K"),
+            quality_rating: reported(set.quality_rating, "GREEN"),
+            status: reported(set.status, "CONNECTED"),
+            throughput: level === undefined ? undefined : { level }
           }
         }
       }
@@ -282,6 +329,7 @@ export const startFakeGraph = async (options: { readonly version?: string; reado
         json
       }
       seen.push(request)
+      if (request.method === "GET" && request.path === "/message_template_library") libraryCalls += 1
       const scripted = scripts.find((s) => s.method === request.method && s.answers.length > 0 && s.pattern.test(request.path))
       const answer = scripted?.answers.shift() ?? defaultAnswer(request)
       if (answer.hang === true) return
@@ -306,6 +354,10 @@ export const startFakeGraph = async (options: { readonly version?: string; reado
     media: (id, media) => {
       mediaById.set(id, { ...media, issued: 0, valid: new Set() })
     },
+    number: (id, number) => {
+      numbers.set(id, { ...numbers.get(id), ...number })
+    },
+    libraryCalls: () => libraryCalls,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())
