@@ -24,7 +24,10 @@ const STORE_OWNERS = {
   InboundStore: "inbound",
   ConversationStore: "conversations",
   MessageStore: "messages",
-  AttachmentStore: "attachments"
+  AttachmentStore: "attachments",
+  TemplateStore: "templates",
+  LibraryCacheStore: "templates",
+  SendingLimitStore: "channels"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

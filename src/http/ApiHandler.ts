@@ -117,7 +117,8 @@ export const makeApiHandler = <R>(
         )
         const result = yield* match.route.handle({ principal, params, query, body })
         const encoded = yield* Effect.orDie(match.encodeResponse(result))
-        return json(match.route.response.status, encoded)
+        const status = match.route.response.statusOf?.(result) ?? match.route.response.status
+        return json(status, encoded)
       })
 
     const handle = (request: Request): Effect.Effect<Response, never, R> =>

@@ -31,9 +31,18 @@ export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse =
     case "OperatorFailed":
       return {
         status: error.status,
-        body: { detail: { code: error.code, message: error.message, operator: error.operator } },
-        ...(error.status === 502 ? {} : { headers: { "retry-after": error.status === 429 ? "60" : "5" } })
+        body: {
+          detail: {
+            code: error.code,
+            message: error.message,
+            operator: error.operator,
+            ...(error.message_id === undefined ? {} : { message_id: error.message_id })
+          }
+        },
+        ...(error.status === 429 || error.status === 503 ? { headers: { "retry-after": error.status === 429 ? "60" : "5" } } : {})
       }
+    case "FailedWithBody":
+      return { status: error.status, body: error.body, ...(error.headers === undefined ? {} : { headers: error.headers }) }
     case "BadRequest":
       return { status: 400, body: { detail: error.message } }
     case "StorageError":

@@ -50,6 +50,9 @@ export const makeOpenApiDocument = (
         content: { "application/json": { schema: jsonSchema(route.response.schema) } }
       }
     }
+    for (const [status, description] of Object.entries(route.response.alternatives ?? {})) {
+      responses[status] = { description, content: { "application/json": { schema: jsonSchema(route.response.schema) } } }
+    }
     for (const status of [...new Set(statuses)].sort()) {
       responses[String(status)] = { description: ERROR_DESCRIPTIONS[status] ?? "Error" }
     }

@@ -31,7 +31,15 @@ export interface Route<R> {
   readonly auth: AuthRequirement
   readonly query?: WireSchema<unknown> | undefined
   readonly body?: WireSchema<unknown> | undefined
-  readonly response: { readonly status: number; readonly schema: WireSchema<unknown>; readonly description: string }
+  readonly response: {
+    readonly status: number
+    readonly schema: WireSchema<unknown>
+    readonly description: string
+    /** When the status depends on the outcome (200 for an existing row, 201 for a new one): chooses it. */
+    readonly statusOf?: ((result: unknown) => number) | undefined
+    /** The other statuses `statusOf` may choose, with what each means, for the OpenAPI document. */
+    readonly alternatives?: Readonly<Record<number, string>> | undefined
+  }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
   /**
@@ -59,12 +67,19 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
   readonly auth: A
   readonly query?: WireSchema<Q>
   readonly body?: WireSchema<B>
-  readonly response: { readonly status: number; readonly schema: WireSchema<O>; readonly description: string }
+  readonly response: {
+    readonly status: number
+    readonly schema: WireSchema<O>
+    readonly description: string
+    readonly statusOf?: (result: O) => number
+    readonly alternatives?: Readonly<Record<number, string>>
+  }
   readonly errors?: ReadonlyArray<number>
   readonly errorStyle?: "detail" | "coded"
   readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O, ApiError | StorageError, R>
 }): Route<R> => ({
   ...definition,
+  response: definition.response as Route<R>["response"],
   errors: definition.errors ?? [],
   errorStyle: definition.errorStyle ?? "detail",
   handle: definition.handle as Route<R>["handle"]

@@ -60,7 +60,7 @@ export class FeatureDisabled extends Schema.TaggedError<FeatureDisabled>()("Feat
  * when the failure is transient (retry later), 502 otherwise. `operator` carries what it said.
  */
 export class OperatorFailed extends Schema.TaggedError<OperatorFailed>()("OperatorFailed", {
-  status: Schema.Literals([429, 502, 503]),
+  status: Schema.Literals([422, 429, 502, 503]),
   code: Schema.String,
   message: Schema.String,
   operator: Schema.Struct({
@@ -70,7 +70,19 @@ export class OperatorFailed extends Schema.TaggedError<OperatorFailed>()("Operat
     title: Schema.NullOr(Schema.String),
     message: Schema.String,
     fbtrace_id: Schema.NullOr(Schema.String)
-  })
+  }),
+  /** The message stored as `failed`, when a send failed. */
+  message_id: Schema.optionalKey(Schema.String)
+}) {}
+
+/**
+ * An operation failed and answers with a body of its own documented shape rather than `{detail}`
+ * (an adoption's `success: false` response): `status` and `body` are sent as they are.
+ */
+export class FailedWithBody extends Schema.TaggedError<FailedWithBody>()("FailedWithBody", {
+  status: Schema.Number,
+  body: Schema.Unknown,
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
 }) {}
 
 /** Every expected failure an API operation can answer with. */
@@ -84,3 +96,4 @@ export type ApiError =
   | BadRequest
   | FeatureDisabled
   | OperatorFailed
+  | FailedWithBody

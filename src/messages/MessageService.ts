@@ -3,7 +3,8 @@ import { AttachmentService, type PreparedAttachment } from "../attachments/Attac
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
-import { InvalidRequest, NotFound, OperatorFailed } from "../kernel/ApiError.ts"
+import { InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
+import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import {
   type ChatappMessageHandler,
@@ -16,7 +17,8 @@ import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
-import { ChatPlatform, type ChatPlatformError } from "../ports/ChatPlatform.ts"
+import { ChatPlatform, type ChatappCredentials, type ChatappOutboundMessage } from "../ports/ChatPlatform.ts"
+import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import { type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
@@ -38,32 +40,18 @@ export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
 const WINDOW_CLOSED =
   "The chat-app customer-service window is closed: free-form messages can be sent only within 24 hours of the contact's last message. Send an approved template instead (POST /chatapp-templates/{template_id}/send)."
 
-/** How an operator refusal is answered: 429 when it rate-limits, 503 when it is briefly failing, 502 otherwise. */
-export const operatorFailure = (error: ChatPlatformError): OperatorFailed => {
-  const status = error.kind === "rate_limited" ? 429 : error.kind === "transient" ? 503 : 502
-  const code = error.kind === "rate_limited"
-    ? "operator_rate_limited"
-    : error.kind === "transient"
-    ? "operator_unavailable"
-    : `operator_${error.kind}`
-  const message = error.kind === "rate_limited"
-    ? "The chat-app operator is rate-limiting this number; try again later"
-    : error.kind === "transient"
-    ? "The chat-app operator is briefly unavailable; try again shortly"
-    : `The chat-app operator refused the request: ${error.userMessage ?? error.message}`
-  return new OperatorFailed({
-    status,
-    code,
-    message,
-    operator: {
-      kind: error.kind,
-      code: error.code,
-      subcode: error.subcode,
-      title: error.userTitle,
-      message: error.userMessage ?? error.message,
-      fbtrace_id: error.fbtraceId
-    }
-  })
+/** A message another area composed, ready for the operator. */
+export interface OutboundDelivery {
+  readonly conversation: ConversationRecord
+  readonly credentials: ChatappCredentials
+  /** The recipient's number (E.164 or digits). */
+  readonly to: string
+  readonly messageType: string
+  /** What the message says, as shown in the conversation. */
+  readonly text: string | null
+  readonly content: Readonly<Record<string, unknown>>
+  /** The message in the operator's shape. */
+  readonly operatorMessage: ChatappOutboundMessage
 }
 
 /** Messages: received from the operator, sent through it, their statuses, read through the API. */
@@ -77,6 +65,12 @@ export class MessageService extends Context.Service<MessageService, {
     tenantId: string,
     request: SendMessageRequest
   ) => Effect.Effect<Message, NotFound | InvalidRequest | OperatorFailed | StorageError>
+  /**
+   * Sends what another area composed (a template) in a conversation, with no window check: stored
+   * `pending`, then `sent` (`message.sent`), or `failed` with the operator's refusal (`OperatorFailed`
+   * naming the stored message).
+   */
+  readonly deliver: (input: OutboundDelivery) => Effect.Effect<Message, OperatorFailed | StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Message, NotFound | StorageError>
   /** One page of a conversation's messages, oldest first. */
   readonly list: (
@@ -256,6 +250,62 @@ export class MessageService extends Context.Service<MessageService, {
           })
       }
 
+      // Stored `pending` before the operator is called, so a crash in between leaves a message, not
+      // nothing; a refusal is stored `failed` with what the operator said.
+      const deliver = Effect.fn("MessageService.deliver")(function*(input: OutboundDelivery) {
+        const { conversation } = input
+        const tenantId = conversation.tenant_id
+        const pending: MessageRecord = {
+          id: yield* newId,
+          tenant_id: tenantId,
+          conversation_id: conversation.id,
+          channel_id: conversation.channel_id,
+          contact_id: conversation.contact_id,
+          direction: "outbound",
+          message_type: input.messageType,
+          text: input.text,
+          content: input.content,
+          status: "pending",
+          external_id: null,
+          error: null,
+          created_at: yield* now,
+          updated_at: null,
+          sent_at: null,
+          delivered_at: null,
+          read_at: null,
+          failed_at: null
+        }
+        yield* messages.insert(pending)
+        const sent = yield* Effect.result(platform.sendMessage(input.credentials, input.to.replace(/^\+/, ""), input.operatorMessage))
+        if (sent._tag === "Failure") {
+          const error = sent.failure
+          const failedAt = yield* now
+          yield* messages.update(tenantId, {
+            ...pending,
+            status: "failed",
+            failed_at: failedAt,
+            updated_at: failedAt,
+            error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
+          })
+          return yield* operatorFailure(error, pending.id)
+        }
+        return yield* transactor.withTransaction(Effect.gen(function*() {
+          const sentAt = yield* now
+          const stored = yield* catchUp({
+            ...pending,
+            status: "sent",
+            external_id: sent.success.messageId,
+            sent_at: sentAt,
+            updated_at: sentAt
+          })
+          yield* messages.update(tenantId, stored)
+          yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
+          const wire = toMessage(stored, [])
+          yield* outbox.append([yield* messageEvent("message.sent", wire)])
+          return wire
+        }))
+      })
+
       return MessageService.of({
         storeHandler,
         statusHandler,
@@ -298,61 +348,17 @@ export class MessageService extends Context.Service<MessageService, {
           if (!windowOpen) {
             return yield* InvalidRequest.single(["body", "conversation_id"], WINDOW_CLOSED, "customer_service_window_closed")
           }
-          // Stored before the operator is called, so a crash in between leaves a `pending` message, not nothing.
-          const pending: MessageRecord = {
-            id: yield* newId,
-            tenant_id: tenantId,
-            conversation_id: conversation.id,
-            channel_id: channel.id,
-            contact_id: contact.id,
-            direction: "outbound",
-            message_type: "text",
+          return yield* deliver({
+            conversation,
+            credentials: credentials.value,
+            to: contact.phone,
+            messageType: "text",
             text,
             content: {},
-            status: "pending",
-            external_id: null,
-            error: null,
-            created_at: at,
-            updated_at: null,
-            sent_at: null,
-            delivered_at: null,
-            read_at: null,
-            failed_at: null
-          }
-          yield* messages.insert(pending)
-          const sent = yield* Effect.result(platform.sendMessage(
-            credentials.value,
-            contact.phone.replace(/^\+/, ""),
-            { type: "text", text: { body: text, preview_url: false } }
-          ))
-          if (sent._tag === "Failure") {
-            const error = sent.failure
-            const failedAt = yield* now
-            yield* messages.update(tenantId, {
-              ...pending,
-              status: "failed",
-              failed_at: failedAt,
-              updated_at: failedAt,
-              error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
-            })
-            return yield* operatorFailure(error)
-          }
-          return yield* transactor.withTransaction(Effect.gen(function*() {
-            const sentAt = yield* now
-            const stored = yield* catchUp({
-              ...pending,
-              status: "sent",
-              external_id: sent.success.messageId,
-              sent_at: sentAt,
-              updated_at: sentAt
-            })
-            yield* messages.update(tenantId, stored)
-            yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
-            const wire = toMessage(stored, [])
-            yield* outbox.append([yield* messageEvent("message.sent", wire)])
-            return wire
-          }))
+            operatorMessage: { type: "text", text: { body: text, preview_url: false } }
+          })
         }),
+        deliver,
         get: Effect.fn("MessageService.get")(function*(tenantId, id) {
           const found = yield* messages.get(tenantId, id)
           if (Option.isNone(found)) return yield* notFound(id)

@@ -1,0 +1,49 @@
+import { OperatorFailed } from "./ApiError.ts"
+
+/** What an area knows of an operator refusal: the fields of the `ChatPlatformError` port error. */
+export interface OperatorRefusal {
+  readonly kind: string
+  readonly code: number | null
+  readonly subcode: number | null
+  readonly message: string
+  readonly userTitle: string | null
+  readonly userMessage: string | null
+  readonly fbtraceId: string | null
+}
+
+/**
+ * How an operator refusal is answered: 429 when it rate-limits, 503 when it is briefly failing, 422
+ * when the recipient stopped marketing messages (code 131050: retrying changes nothing, the request
+ * is the problem), 502 otherwise. `messageId` names the message stored as failed, when there is one.
+ */
+export const operatorFailure = (error: OperatorRefusal, messageId?: string): OperatorFailed => {
+  const status = error.kind === "rate_limited" ? 429 : error.kind === "transient" ? 503 : error.kind === "opted_out" ? 422 : 502
+  const code = error.kind === "rate_limited"
+    ? "operator_rate_limited"
+    : error.kind === "transient"
+    ? "operator_unavailable"
+    : error.kind === "opted_out"
+    ? "recipient_opted_out"
+    : `operator_${error.kind}`
+  const message = error.kind === "rate_limited"
+    ? "The chat-app operator is rate-limiting this number; try again later"
+    : error.kind === "transient"
+    ? "The chat-app operator is briefly unavailable; try again shortly"
+    : error.kind === "opted_out"
+    ? "The recipient has stopped marketing messages from this business (operator code 131050); the message was not delivered"
+    : `The chat-app operator refused the request: ${error.userMessage ?? error.message}`
+  return new OperatorFailed({
+    ...(messageId === undefined ? {} : { message_id: messageId }),
+    status,
+    code,
+    message,
+    operator: {
+      kind: error.kind,
+      code: error.code,
+      subcode: error.subcode,
+      title: error.userTitle,
+      message: error.userMessage ?? error.message,
+      fbtrace_id: error.fbtraceId
+    }
+  })
+}
