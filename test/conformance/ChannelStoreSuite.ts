@@ -14,6 +14,9 @@ const channelsOverMinutes = (tenantId: string, n: number) =>
 const insertAll = (channels: ReadonlyArray<ChannelRecord>) =>
   ChannelStore.use((s) => Effect.forEach(channels, (channel) => s.insert(channel), { discard: true }))
 
+/** Ten digits no other test uses: config values and provider ids no other channel holds. */
+const uniqueDigits = (): string => BigInt(`0x${globalThis.crypto.randomUUID().replaceAll("-", "")}`).toString().slice(-10)
+
 const getChannel = (h: UseHarness<ChannelStore, "channels">, tenantId: string, id: string) =>
   h().run(ChannelStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
 
@@ -29,13 +32,17 @@ const twoTenants = Effect.gen(function*() {
 
 /**
  * ChannelStore: every field round-trips; update replaces; list pages newest first; no tenant reaches
- * another's channels, save through the one read across tenants, of the active channels holding a
- * provider id. Needs TenantStore and AccountStore for the tenants channels belong to.
+ * another's channels, save through the two reads across tenants, of the active channels holding a
+ * provider id or a config value (matched exactly). Needs TenantStore and AccountStore for the tenants
+ * channels belong to.
  */
 export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore, "channels"> = makeSuite({
   name: "ChannelStore",
   tables: ["channels"],
   tests: (h) => {
+    const findByConfig = (platform: string, key: string, value: string) =>
+      h().run(ChannelStore.use((s) => s.findActiveByConfig(platform, key, value)))
+
     it("stores every field, with unicode config and secrets and the link it came through, and reads it back unchanged", async () => {
       const { tenant } = await h().run(seedTenant)
       const channel = channelRecord(tenant.id, {
@@ -156,6 +163,71 @@ export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore,
       const channel = channelRecord(tenant.id, { external_id: externalId })
       await h().run(insertAll([channel]))
       const find = () => h().run(ChannelStore.use((s) => s.findActiveByExternalId("chatapp", externalId)))
+
+      expect(await find()).toEqual([channel])
+      const disconnected: ChannelRecord = { ...channel, status: "disconnected", disconnected_at: "2026-11-22T12:00:00.000Z" }
+      expect(await h().run(ChannelStore.use((s) => s.update(tenant.id, disconnected)))).toBe(true)
+      expect(await find()).toEqual([])
+    })
+
+    it("finds the active channels of a platform whose config holds exactly the value under the key, in every tenant, newest first", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const account = `20655${uniqueDigits()}`
+      const withAccount = (tenantId: string, overrides: Partial<ChannelRecord>) =>
+        channelRecord(tenantId, { ...overrides, config: { phone_number_id: uniqueDigits(), business_account_id: account, ...overrides.config } })
+      const older = withAccount(a.id, { created_at: "2026-11-22T10:00:00.000Z" })
+      const newer = withAccount(b.id, { created_at: "2026-11-22T11:00:00.000Z" })
+      const disconnected = withAccount(b.id, {
+        status: "disconnected",
+        created_at: "2026-11-22T12:00:00.000Z",
+        disconnected_at: "2026-11-22T12:30:00.000Z"
+      })
+      const otherPlatform = withAccount(a.id, { platform: "smtp_imap" })
+      const otherKey = channelRecord(a.id, { config: { phone_number_id: account, parent_business_account_id: account } })
+      const longer = channelRecord(a.id, { config: { business_account_id: `${account}3` } })
+      const shorter = channelRecord(a.id, { config: { business_account_id: account.slice(0, -1) } })
+      const prefixed = channelRecord(a.id, { config: { business_account_id: `9${account}` } })
+      await h().run(insertAll([disconnected, older, otherPlatform, otherKey, newer, longer, shorter, prefixed]))
+
+      expect(await findByConfig("chatapp", "business_account_id", account)).toEqual([newer, older])
+      expect(await findByConfig("smtp_imap", "business_account_id", account)).toEqual([otherPlatform])
+      expect(await findByConfig("chatapp", "parent_business_account_id", account)).toEqual([otherKey])
+      expect(await findByConfig("chatapp", "business_account_id", `${account}3`)).toEqual([longer])
+      expect(await findByConfig("chatapp", "business_account_id", `${account}4`)).toEqual([])
+      expect(await findByConfig("chatapp", "business_account", account)).toEqual([])
+    })
+
+    it("matches a config value exactly: LIKE metacharacters, quotes and case count as themselves", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const u = uniqueDigits()
+      const values = {
+        underscore: `${u}_1`,
+        percent: `${u}%`,
+        backslash: `${u}\\d`,
+        quoted: `${u} "quoted" 山田 🚀`,
+        upper: `${u}ABC`
+      }
+      const holding = (value: string) => channelRecord(tenant.id, { config: { business_account_id: value } })
+      const byValue = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, holding(v)])) as Record<keyof typeof values, ChannelRecord>
+      const lookalikes = [`${u}x1`, `${u}%x`, `${u}50`, `${u}\\xd`, `${u}\\`, `${u}\\dd`, `${u}abc`].map(holding)
+      await h().run(insertAll([...Object.values(byValue), ...lookalikes]))
+      const find = (value: string) => findByConfig("chatapp", "business_account_id", value)
+
+      for (const key of Object.keys(values) as Array<keyof typeof values>) expect(await find(values[key])).toEqual([byValue[key]])
+      expect(await find(`${u}_`)).toEqual([])
+      expect(await find(`${u}%%`)).toEqual([])
+      expect(await find(`${u}\\`)).toEqual([lookalikes[4]])
+      expect(await find(`${u}abc`)).toEqual([lookalikes[6]])
+      expect(await find(`${u}Abc`)).toEqual([])
+      expect(await find(`%`)).toEqual([])
+    })
+
+    it("finds no channel by config once the channel holding the value is disconnected", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const channel = channelRecord(tenant.id, { config: { business_account_id: uniqueDigits() } })
+      await h().run(insertAll([channel]))
+      const find = () => findByConfig("chatapp", "business_account_id", channel.config["business_account_id"]!)
 
       expect(await find()).toEqual([channel])
       const disconnected: ChannelRecord = { ...channel, status: "disconnected", disconnected_at: "2026-11-22T12:00:00.000Z" }

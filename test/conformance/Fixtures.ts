@@ -8,8 +8,11 @@ import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
 import type { InboundPayloadRecord } from "../../src/ports/InboundStore.ts"
+import type { LibraryCacheRecord } from "../../src/ports/LibraryCacheStore.ts"
 import type { MessageRecord } from "../../src/ports/MessageStore.ts"
+import type { SendingLimitRecord } from "../../src/ports/SendingLimitStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
+import type { TemplateRecord } from "../../src/ports/TemplateStore.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 import * as EndpointMachine from "../../src/webhooks/EndpointMachine.ts"
@@ -258,6 +261,53 @@ export const inboundPayloadRecord = (overrides: Partial<InboundPayloadRecord> = 
   lease_until: null,
   processed_at: null,
   note: null,
+  ...overrides
+})
+
+/**
+ * An approved ordinary template of `tenantId` with a unique name, on a fresh channel id unless given
+ * (the stores keep no reference to channels).
+ */
+export const templateRecord = (tenantId: string, overrides: Partial<TemplateRecord> = {}): TemplateRecord => {
+  const templateId = id()
+  return {
+    id: templateId,
+    tenant_id: tenantId,
+    channel_id: id(),
+    name: `order_update_${templateId.replaceAll("-", "_")}`,
+    language: "en_US",
+    category: "UTILITY",
+    status: "approved",
+    status_reason: null,
+    external_id: `ext-${templateId}`,
+    library_template_name: null,
+    components: [{ type: "BODY", text: "Your order {{1}} has shipped." }],
+    attempt_id: null,
+    created_at: AT,
+    updated_at: null,
+    ...overrides
+  }
+}
+
+/** A copy of one library answer for a fresh business account, with two entries. */
+export const libraryCacheRecord = (overrides: Partial<LibraryCacheRecord> = {}): LibraryCacheRecord => ({
+  business_account_id: `ba-${id()}`,
+  query_key: "category=UTILITY&language=en_US",
+  entries: JSON.stringify([{ name: "order_update", language: "en_US" }, { name: "payment_reminder", language: "en_US" }]),
+  fetched_at: AT,
+  ...overrides
+})
+
+/** The sending limit of a fresh channel id of `tenantId`, as read from the operator. */
+export const sendingLimitRecord = (tenantId: string, overrides: Partial<SendingLimitRecord> = {}): SendingLimitRecord => ({
+  tenant_id: tenantId,
+  channel_id: id(),
+  messaging_limit_tier: "TIER_1K",
+  quality_rating: "GREEN",
+  throughput_level: "STANDARD",
+  phone_status: "CONNECTED",
+  source: "operator",
+  updated_at: AT,
   ...overrides
 })
 

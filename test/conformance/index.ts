@@ -20,9 +20,12 @@ import { contactStoreSuite } from "./ContactStoreSuite.ts"
 import { conversationStoreSuite } from "./ConversationStoreSuite.ts"
 import { describeOpened, type Suite } from "./Harness.ts"
 import { inboundStoreSuite } from "./InboundStoreSuite.ts"
+import { libraryCacheStoreSuite } from "./LibraryCacheStoreSuite.ts"
 import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
+import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
+import { templateStoreSuite } from "./TemplateStoreSuite.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
 import { tenantStoreSuite } from "./TenantStoreSuite.ts"
 import { transactorSuite } from "./TransactorSuite.ts"
@@ -44,8 +47,11 @@ export {
   contactStoreSuite,
   conversationStoreSuite,
   inboundStoreSuite,
+  libraryCacheStoreSuite,
   messageStoreSuite,
   outboxStoreSuite,
+  sendingLimitStoreSuite,
+  templateStoreSuite,
   tenantIsolationSuite,
   tenantStoreSuite,
   transactorSuite,
@@ -68,6 +74,9 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   conversationStoreSuite,
   messageStoreSuite,
   attachmentStoreSuite,
+  templateStoreSuite,
+  libraryCacheStoreSuite,
+  sendingLimitStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,
