@@ -15,6 +15,7 @@ export * as Contacts from "./contacts/index.ts"
 export * as Channels from "./channels/index.ts"
 export * as ConnectTokens from "./connect-tokens/index.ts"
 export * as Webhooks from "./webhooks/index.ts"
+export * as Templates from "./templates/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
 export type { BackgroundJob, Running } from "./kernel/BackgroundWork.ts"
 export type { Bootstrapped, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"

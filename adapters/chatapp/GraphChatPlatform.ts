@@ -25,7 +25,7 @@ const DEFAULT_TIMEOUT_MS = 30_000
 const MAX_LIBRARY_PAGES = 20
 /** A media URL that answers one of these has expired: the media object is asked for a fresh one. */
 const EXPIRED_MEDIA_URL = new Set([401, 403, 404, 410])
-const PHONE_NUMBER_FIELDS = "id,display_phone_number,verified_name,messaging_limit_tier,quality_rating,status"
+const PHONE_NUMBER_FIELDS = "id,display_phone_number,verified_name,messaging_limit_tier,quality_rating,status,throughput"
 /** Library inputs the operator takes as JSON-encoded strings inside the JSON body. */
 const JSON_ENCODED_FIELDS = ["library_template_button_inputs", "library_template_body_inputs"]
 
@@ -92,7 +92,8 @@ const PhoneNumber = Schema.Struct({
   verified_name: OptionalText,
   messaging_limit_tier: OptionalText,
   quality_rating: OptionalText,
-  status: OptionalText
+  status: OptionalText,
+  throughput: Schema.OptionFromOptionalNullOr(Schema.Struct({ level: OptionalText }))
 })
 
 /** `GET /{media_id}`: where the file is for the next few minutes, and what the operator says it is. */
@@ -291,7 +292,8 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
         verifiedName: Option.getOrNull(number.verified_name),
         messagingLimitTier: Option.getOrNull(number.messaging_limit_tier),
         qualityRating: Option.getOrNull(number.quality_rating),
-        status: Option.getOrNull(number.status)
+        status: Option.getOrNull(number.status),
+        throughputLevel: Option.getOrNull(number.throughput.pipe(Option.flatMap((throughput) => throughput.level)))
       }
     }),
 

@@ -217,7 +217,8 @@ export const makeSimulatedChatPlatform = (options: { readonly now?: () => number
         verifiedName: "Simulated Business",
         messagingLimitTier: "TIER_1K",
         qualityRating: "GREEN",
-        status: "CONNECTED"
+        status: "CONNECTED",
+        throughputLevel: "STANDARD"
       }
     }),
 

@@ -45,6 +45,10 @@ import { messageRoutes } from "../messages/MessageRoutes.ts"
 import { MessageService } from "../messages/MessageService.ts"
 import { BlobStore } from "../ports/BlobStore.ts"
 import { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
+import { SendingLimitService } from "../channels/SendingLimitService.ts"
+import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
+import { templateRoutes } from "../templates/TemplateRoutes.ts"
+import { TemplateService } from "../templates/TemplateService.ts"
 
 /**
  * What the host configures: channel providers, where connect links point, outbound HTTP, notices,
@@ -79,6 +83,9 @@ export type CoreServices =
   | AttachmentService
   | InboundService
   | ChatappHandlers
+  | TemplateLibraryService
+  | TemplateService
+  | SendingLimitService
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
@@ -90,8 +97,19 @@ export type Services = CoreServices | HostServices
  */
 const chatappHandlersLayer = Layer.effect(
   ChatappHandlers,
-  Effect.map(MessageService, (messages) =>
-    ChatappHandlers.of({ messages: [messages.storeHandler], statuses: [messages.statusHandler], fields: {} }))
+  Effect.gen(function*() {
+    const messages = yield* MessageService
+    const templates = yield* TemplateService
+    const limits = yield* SendingLimitService
+    return ChatappHandlers.of({
+      messages: [messages.storeHandler],
+      statuses: [messages.statusHandler],
+      fields: {
+        message_template_status_update: [templates.statusHandler],
+        phone_number_quality_update: [limits.qualityHandler]
+      }
+    })
+  })
 )
 
 /** The inbound processor's settings. */
@@ -118,7 +136,8 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     )
   ).pipe(
     Layer.provideMerge(chatappHandlersLayer),
-    Layer.provideMerge(MessageService.layer),
+    Layer.provideMerge(TemplateService.layer),
+    Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
     // The dispatcher mails suspension notices through the tenants' service.
     Layer.provideMerge(WebhookDispatcher.layer),
     Layer.provideMerge(Layer.mergeAll(ConversationService.layer, AttachmentService.layer, ContactService.layer)),
@@ -135,7 +154,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...webhookDeliveryRoutes,
   ...eventRoutes,
   ...conversationRoutes,
-  ...messageRoutes
+  ...messageRoutes,
+  ...templateRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */

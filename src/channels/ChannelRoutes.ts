@@ -4,6 +4,7 @@ import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
 import { Channel, ChannelList, toChannel } from "./Channel.ts"
 import { ChannelService } from "./ChannelService.ts"
+import { SendingLimit, SendingLimitService } from "./SendingLimitService.ts"
 
 /** Default and largest `page_size` of `GET /channels`. */
 export const CHANNELS_PAGE_SIZE = { default: 25, max: 100 } as const
@@ -57,6 +58,22 @@ export const channelRoutes = [
       Effect.gen(function*() {
         const id = yield* channelId(params)
         return toChannel(yield* (yield* ChannelService).disconnect(principal.tenantId, id))
+      })
+  }),
+  route({
+    method: "GET",
+    path: "/chatapp/channels/{channel_id}/sending-limit",
+    operationId: "getSendingLimit",
+    summary:
+      "The operator's sending limit of a chat-app channel's number, read from the operator (stale: true with the last known values when it cannot be read; supported: false for other channel types)",
+    tag: "Channels",
+    auth: { kind: "api_key", scopes: ["channels:read"] },
+    response: { status: 200, schema: SendingLimit, description: "The sending limit" },
+    errors: [404, 429, 502, 503],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* channelId(params)
+        return yield* (yield* SendingLimitService).get(principal.tenantId, id)
       })
   })
 ]

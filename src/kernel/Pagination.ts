@@ -1,7 +1,8 @@
 import { Schema, SchemaTransformation } from "effect"
 
 // Plain decimal digits only: `Number()` would also read "0x10", " 1" and "1e1".
-const WholeNumberFromString = Schema.String.check(
+/** A whole number written in plain decimal digits, decoded from a query string. */
+export const WholeNumberFromString = Schema.String.check(
   Schema.isPattern(/^[0-9]{1,9}$/, { message: "Must be a whole number" })
 ).pipe(
   Schema.decodeTo(

@@ -40,6 +40,8 @@ export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
 const WINDOW_CLOSED =
   "The chat-app customer-service window is closed: free-form messages can be sent only within 24 hours of the contact's last message. Send an approved template instead (POST /chatapp-templates/{template_id}/send)."
 
+export { Message } from "./Message.ts"
+
 /** A message another area composed, ready for the operator. */
 export interface OutboundDelivery {
   readonly conversation: ConversationRecord

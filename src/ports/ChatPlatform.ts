@@ -75,6 +75,8 @@ export interface ChatappPhoneNumber {
   readonly qualityRating: string | null
   /** e.g. `CONNECTED`, `FLAGGED`, `RESTRICTED`. */
   readonly status: string | null
+  /** The number's `throughput.level`, e.g. `STANDARD` or `HIGH`; null when not reported. */
+  readonly throughputLevel: string | null
 }
 
 /** A template of a business account as the operator returns it (its JSON, untouched but typed loosely). */

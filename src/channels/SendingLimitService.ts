@@ -1,0 +1,144 @@
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
+import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
+import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
+import { operatorFailure } from "../kernel/OperatorFailure.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import { ChannelStore } from "../ports/ChannelStore.ts"
+import { ChatPlatform } from "../ports/ChatPlatform.ts"
+import { type SendingLimitRecord, SendingLimitStore } from "../ports/SendingLimitStore.ts"
+
+/** The sending limit of a channel as the API returns it (the spec's Sending limit of a chat-app channel). */
+export const SendingLimit = Schema.Struct({
+  channel_id: Schema.String,
+  channel_type: Schema.String,
+  messaging_limit_tier: Schema.NullOr(Schema.String),
+  /** `GREEN`, `YELLOW`, `RED` (or `UNKNOWN`), in upper case. */
+  quality_rating: Schema.NullOr(Schema.String),
+  throughput_level: Schema.NullOr(Schema.String),
+  phone_status: Schema.NullOr(Schema.String),
+  stale: Schema.Boolean,
+  supported: Schema.Boolean
+})
+/** The sending limit of a channel. */
+export type SendingLimit = typeof SendingLimit.Type
+
+const upper = (value: string | null): string | null => (value === null ? null : value.toUpperCase())
+const digits = (value: string | undefined): string => (value ?? "").replace(/\D/g, "")
+
+/**
+ * The operator's sending limit of chat-app channels: read from the operator each time it is asked,
+ * the last values kept, so they are served (`stale: true`) when the operator cannot be read;
+ * `phone_number_quality_update` webhooks refresh what is kept.
+ */
+export class SendingLimitService extends Context.Service<SendingLimitService, {
+  readonly get: (tenantId: string, channelId: string) => Effect.Effect<SendingLimit, NotFound | OperatorFailed | StorageError>
+  /** The inbound handler of `phone_number_quality_update`, routed by business account and display number. */
+  readonly qualityHandler: ChatappFieldHandler
+}>()("omnichannel-core/channels/SendingLimitService") {
+  static readonly layer = Layer.effect(
+    SendingLimitService,
+    Effect.gen(function*() {
+      const channels = yield* ChannelStore
+      const limits = yield* SendingLimitStore
+      const platform = yield* ChatPlatform
+
+      const wire = (channel: { readonly id: string; readonly platform: string }, record: SendingLimitRecord, stale: boolean): SendingLimit => ({
+        channel_id: channel.id,
+        channel_type: channel.platform,
+        messaging_limit_tier: record.messaging_limit_tier,
+        quality_rating: upper(record.quality_rating),
+        throughput_level: record.throughput_level,
+        phone_status: record.phone_status,
+        stale,
+        supported: true
+      })
+
+      const qualityHandler: ChatappFieldHandler = {
+        name: "phone number quality",
+        handle: (event) =>
+          Effect.gen(function*() {
+            const value = event.value as Record<string, unknown> | null
+            const number = digits(typeof value?.display_phone_number === "string" ? value.display_phone_number : undefined)
+            const reported = typeof value?.event === "string" ? value.event.toUpperCase() : null
+            const tier = typeof value?.current_limit === "string" ? value.current_limit : null
+            if (number === "" || (reported === null && tier === null)) return "continue" as const
+            const at = yield* now
+            for (const channel of yield* channels.findActiveByConfig("chatapp", "business_account_id", event.entryId)) {
+              if (digits(channel.config.display_phone_number) !== number) continue
+              const known = yield* limits.get(channel.tenant_id, channel.id)
+              const before = Option.getOrUndefined(known)
+              yield* limits.put({
+                tenant_id: channel.tenant_id,
+                channel_id: channel.id,
+                messaging_limit_tier: tier ?? before?.messaging_limit_tier ?? null,
+                // Flagging happens when quality is low; unflagging says it improved, not to what: the
+                // next read of the number says.
+                quality_rating: reported === "FLAGGED" ? "RED" : before?.quality_rating ?? null,
+                throughput_level: before?.throughput_level ?? null,
+                phone_status: reported === "FLAGGED" ? "FLAGGED" : reported === "UNFLAGGED" ? "CONNECTED" : before?.phone_status ?? null,
+                source: "webhook",
+                updated_at: at
+              })
+            }
+            return "continue" as const
+          })
+      }
+
+      return SendingLimitService.of({
+        get: Effect.fn("SendingLimitService.get")(function*(tenantId, channelId) {
+          const found = yield* channels.get(tenantId, channelId)
+          if (Option.isNone(found)) return yield* new NotFound({ message: `Channel ${channelId} not found` })
+          const channel = found.value
+          if (channel.platform !== "chatapp") {
+            return {
+              channel_id: channel.id,
+              channel_type: channel.platform,
+              messaging_limit_tier: null,
+              quality_rating: null,
+              throughput_level: null,
+              phone_status: null,
+              stale: false,
+              supported: false
+            }
+          }
+          const credentials = chatappCredentialsOf(channel)
+          const read = channel.status === "active" && Option.isSome(credentials)
+            ? yield* Effect.result(platform.phoneNumber(credentials.value))
+            : undefined
+          if (read !== undefined && read._tag === "Success") {
+            const number = read.success
+            const record: SendingLimitRecord = {
+              tenant_id: tenantId,
+              channel_id: channel.id,
+              messaging_limit_tier: number.messagingLimitTier,
+              quality_rating: upper(number.qualityRating),
+              throughput_level: number.throughputLevel,
+              phone_status: number.status,
+              source: "operator",
+              updated_at: yield* now
+            }
+            yield* limits.put(record)
+            return wire(channel, record, false)
+          }
+          const known = yield* limits.get(tenantId, channel.id)
+          if (Option.isSome(known)) return wire(channel, known.value, true)
+          if (read !== undefined && read._tag === "Failure") return yield* operatorFailure(read.failure)
+          // A disconnected channel never read: nothing is known and nothing can be asked.
+          return {
+            channel_id: channel.id,
+            channel_type: channel.platform,
+            messaging_limit_tier: null,
+            quality_rating: null,
+            throughput_level: null,
+            phone_status: channel.status === "active" ? null : "DISCONNECTED",
+            stale: true,
+            supported: true
+          }
+        }),
+        qualityHandler
+      })
+    })
+  )
+}
