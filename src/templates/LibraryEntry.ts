@@ -142,4 +142,5 @@ export const normalQuery = (query: LibraryQuery): LibraryQuery => {
 }
 
 /** The cache key of a normal query: its filters in a fixed order. */
-export const libraryQueryKey = (query: LibraryQuery): string => JSON.stringify(FILTERS.map((filter) => query[filter] ?? null))
+export const libraryQueryKey = (query: LibraryQuery): string =>
+  JSON.stringify(FILTERS.map((filter) => query[filter]?.trim() || null))

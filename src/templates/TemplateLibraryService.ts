@@ -149,10 +149,14 @@ export class TemplateLibraryService extends Context.Service<TemplateLibraryServi
           if (running !== undefined) return yield* Deferred.await(running)
           const deferred = Deferred.makeUnsafe<LibraryCopy, ChatPlatformError | StorageError>()
           reading.set(key, deferred)
+          // The key is free again before anyone hears the outcome, so a browse after it starts afresh.
+          const release = Effect.sync(() => {
+            if (reading.get(key) === deferred) reading.delete(key)
+          })
           yield* refresh(credentials, query, key, queryKey).pipe(
             Effect.exit,
-            Effect.flatMap((exit) => Deferred.done(deferred, exit)),
-            Effect.ensuring(Effect.sync(() => reading.delete(key))),
+            Effect.flatMap((exit) => Effect.andThen(release, Deferred.done(deferred, exit))),
+            Effect.ensuring(release),
             Effect.forkDetach
           )
           return yield* Deferred.await(deferred)
