@@ -342,19 +342,20 @@ describe("browsing the template library", () => {
 })
 
 describe("the phone number", () => {
-  it("GETs /{phone_number_id} asking for the limit tier, quality rating, status and names", async () => {
+  it("GETs /{phone_number_id} asking for the limit tier, quality rating, status, throughput and names", async () => {
     expect(await run(graph.phoneNumber(credentials))).toEqual({
       id: "1065550100",
       displayPhoneNumber: "+1 555-555-0100",
       verifiedName: "Fake Business",
       messagingLimitTier: "TIER_1K",
       qualityRating: "GREEN",
-      status: "CONNECTED"
+      status: "CONNECTED",
+      throughputLevel: "STANDARD"
     })
     const [request] = fake.requests()
     expect(request).toMatchObject({ method: "GET", path: "/1065550100" })
     expect(request!.query.fields!.split(",").sort()).toEqual(
-      ["display_phone_number", "id", "messaging_limit_tier", "quality_rating", "status", "verified_name"]
+      ["display_phone_number", "id", "messaging_limit_tier", "quality_rating", "status", "throughput", "verified_name"]
     )
   })
 
@@ -366,7 +367,8 @@ describe("the phone number", () => {
       verifiedName: null,
       messagingLimitTier: null,
       qualityRating: null,
-      status: null
+      status: null,
+      throughputLevel: null
     })
   })
 

@@ -225,7 +225,8 @@ describe("the simulated number and sends", () => {
       verifiedName: "Simulated Business",
       messagingLimitTier: "TIER_1K",
       qualityRating: "GREEN",
-      status: "CONNECTED"
+      status: "CONNECTED",
+      throughputLevel: "STANDARD"
     })
   })
 
