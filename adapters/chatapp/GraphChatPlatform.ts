@@ -21,8 +21,9 @@ export interface GraphChatPlatformOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000
-/** Library pages read at most in one browse; the catalog fits in a few. */
-const MAX_LIBRARY_PAGES = 20
+/** Library entries asked for per page, and pages read at most in one browse (50,000 entries, far past the catalog). */
+const LIBRARY_PAGE_SIZE = 500
+const MAX_LIBRARY_PAGES = 100
 /** A media URL that answers one of these has expired: the media object is asked for a fresh one. */
 const EXPIRED_MEDIA_URL = new Set([401, 403, 404, 410])
 const PHONE_NUMBER_FIELDS = "id,display_phone_number,verified_name,messaging_limit_tier,quality_rating,status,throughput"
@@ -272,6 +273,7 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
           industry: query.industry,
           language: query.language,
           name: query.name,
+          limit: String(LIBRARY_PAGE_SIZE),
           after
         })
         items.push(...answer.data)

@@ -294,18 +294,18 @@ describe("browsing the template library", () => {
     const pages = fake.requests()
     expect(pages).toHaveLength(2)
     expect(pages.map((r) => r.path)).toEqual(["/message_template_library", "/message_template_library"])
-    expect(pages[0]!.query).toEqual({})
-    expect(pages[1]!.query).toEqual({ after: expect.any(String) })
+    expect(pages[0]!.query).toEqual({ limit: "500" })
+    expect(pages[1]!.query).toEqual({ limit: "500", after: expect.any(String) })
     expect(pages[1]!.headers.authorization).toBe(`Bearer ${credentials.accessToken}`)
   })
 
   it("sends each filter given, and none that is not", async () => {
     const found = await run(graph.browseLibrary(credentials, { search: "ORDER", topic: "ORDER_MANAGEMENT", industry: "E_COMMERCE", language: "es_ES" }))
     expect(found.map((t) => [t.name, t.language])).toEqual([["order_confirmation_1", "es_ES"]])
-    expect(fake.requests()[0]!.query).toEqual({ search: "ORDER", topic: "ORDER_MANAGEMENT", industry: "E_COMMERCE", language: "es_ES" })
+    expect(fake.requests()[0]!.query).toEqual({ search: "ORDER", topic: "ORDER_MANAGEMENT", industry: "E_COMMERCE", language: "es_ES", limit: "500" })
 
     await run(graph.browseLibrary(credentials, { usecase: "VERIFICATION_CODE", name: "verification_code_1" }))
-    expect(fake.requests()[1]!.query).toEqual({ usecase: "VERIFICATION_CODE", name: "verification_code_1" })
+    expect(fake.requests()[1]!.query).toEqual({ usecase: "VERIFICATION_CODE", name: "verification_code_1", limit: "500" })
   })
 
   it("takes the cursor from paging.next when paging.cursors has none, and null header fields as absent", async () => {
@@ -317,22 +317,22 @@ describe("browsing the template library", () => {
     )
     const all = await run(graph.browseLibrary(credentials, {}))
     expect(all).toEqual([{ name: "a", language: "en_US", category: "UTILITY", body: "A" }, { name: "b", language: "en_US", category: "UTILITY", body: "B" }])
-    expect(fake.requests()[1]!.query).toEqual({ after: "CUR2" })
+    expect(fake.requests()[1]!.query).toEqual({ limit: "500", after: "CUR2" })
   })
 
-  it("stops at 20 pages, and at a cursor it has already followed", async () => {
+  it("stops at 100 pages, and at a cursor it has already followed", async () => {
     // Every page says there is another; the adapter stops by itself.
-    const endless = Array.from({ length: 20 }, (_, i) => ({
+    const endless = Array.from({ length: 100 }, (_, i) => ({
       json: { data: [{ name: `t${i}`, language: "en_US", category: "UTILITY", body: "x" }], paging: { cursors: { after: `c${i}` }, next: "more" } }
     }))
     fake.script("GET", "/message_template_library", ...endless)
-    expect(await run(graph.browseLibrary(credentials, {}))).toHaveLength(20)
-    expect(fake.requests()).toHaveLength(20)
+    expect(await run(graph.browseLibrary(credentials, {}))).toHaveLength(100)
+    expect(fake.requests()).toHaveLength(100)
 
     const looping = { json: { data: [], paging: { cursors: { after: "same" }, next: "more" } } }
     fake.script("GET", "/message_template_library", looping, looping, looping)
     await run(graph.browseLibrary(credentials, {}))
-    expect(fake.requests()).toHaveLength(22)
+    expect(fake.requests()).toHaveLength(102)
   })
 
   it("fails the whole browse on an entry without the fields every entry has", async () => {
