@@ -1,0 +1,273 @@
+import { createHmac } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeGraph, type FakeGraphRequest, graphError, startFakeGraph } from "../support/FakeGraph.ts"
+import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { hostBackends } from "../support/HostBackends.ts"
+
+// Sending adopted templates and the operator's template status webhooks, seen from outside: the host
+// as a child process on a manual test clock, a fake Graph server (its default library) recording the
+// template sends, and signed `message_template_status_update` payloads moving templates.
+
+const APP_SECRET = "templates-send-app-secret"
+const TOKEN = "EAAGsendtokenabcdefghijklmnopqrstuvwxyz0"
+const PHONE_NUMBER_ID = "106540352270001"
+const WABA_ID = "102290129370001"
+const ORDER_INPUTS = [{ type: "URL", url: { base_url: "https://shop.acme.com/orders/{{1}}", url_suffix_example: "https://shop.acme.com/orders/A-1001" } }]
+const EDITED = "Hello {{1}}, your order {{2}} is confirmed. Thank you!"
+
+const sign = (raw: string) => `sha256=${createHmac("sha256", APP_SECRET).update(raw).digest("hex")}`
+
+describe.each(hostBackends)("sending templates and their status webhooks on the reference host ($name)", (backend) => {
+  let env: Record<string, string>
+  let tearDown: () => Promise<void>
+  let host: HostProcess
+  let graph: FakeGraph
+  let tenant: { id: string; key: string }
+  let other: { id: string; key: string }
+  let channelId: string
+  /** Another number of the same business account. */
+  let siblingId: string
+
+  beforeAll(async () => {
+    graph = await startFakeGraph({ accessToken: TOKEN })
+    ;({ env, tearDown } = await backend.setUp())
+    env = {
+      ...env,
+      OMNI_TEST_CLOCK: "manual",
+      OMNI_OUTBOUND_ALLOW: "127.0.0.1/32",
+      OMNI_CHATAPP_GRAPH_URL: graph.url,
+      OMNI_CHATAPP_APP_SECRET: APP_SECRET,
+      OMNI_CHATAPP_VERIFY_TOKEN: "templates-send-verify-token"
+    }
+    host = await startHost(env)
+    const [boot, second] = await Promise.all([
+      admin(env, "bootstrap", "--email", "owner@example.com"),
+      admin(env, "bootstrap", "--email", "other@example.com")
+    ])
+    tenant = { id: boot.tenant_id, key: boot.api_key }
+    other = { id: second.tenant_id, key: second.api_key }
+    const channel = (phone: string) =>
+      admin(env, "channel", "create", "--tenant", tenant.id, "--type", "chatapp", "--phone-number-id", phone, "--business-account-id", WABA_ID, "--access-token", TOKEN)
+    ;[channelId, siblingId] = (await Promise.all([channel(PHONE_NUMBER_ID), channel("106540352270002")])).map((c) => c.channel_id)
+  })
+  afterAll(async () => {
+    if (host?.child.exitCode === null) await host.stop()
+    await graph?.close()
+    await tearDown?.()
+  })
+
+  const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) =>
+    http(host.url, method, `/api/v1${path}`, { token: as.key, body })
+  const adopt = (body: Record<string, unknown>) => api("POST", "/chatapp-templates/library/adopt", { channel_id: channelId, ...body })
+  /** The template sends the operator received since `from` (an index into its requests). */
+  const sends = (from = 0): Array<FakeGraphRequest & { json: any }> =>
+    graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages`) as never
+  const mark = () => graph.requests().length
+  const drain = async () => expect((await http(host.url, "POST", "/_test/drain")).status).toBe(200)
+  const webhook = async (raw: string) => {
+    const response = await fetch(`${host.url}/webhooks/chatapp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw) },
+      body: raw
+    })
+    expect(response.status).toBe(200)
+    await response.arrayBuffer()
+  }
+  let phones = 0
+  const newContact = async () => {
+    const created = await api("POST", "/contacts", { name: "Maria", phone: `+4477008${String(++phones).padStart(5, "0")}` })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    return created.body as { id: string; phone: string }
+  }
+  /** `body` adopted (once; later calls find it). */
+  const adopted = async (body: Record<string, unknown>) => {
+    const answer = await adopt(body)
+    expect([200, 201], JSON.stringify(answer.body)).toContain(answer.status)
+    return answer.body
+  }
+  /** The order confirmation, adopted unchanged: approved at once. */
+  const orderTemplate = () => adopted({ library_template_name: "order_confirmation_1", button_inputs: ORDER_INPUTS })
+  /** The order confirmation with its body edited: an ordinary template, pending review. */
+  const pendingTemplate = async () => {
+    const entry = (await api("GET", `/chatapp-templates/library?channel_id=${channelId}&name=order_confirmation_1&language=en_US`)).body.items[0]
+    const snapshot = { header: entry.header, body: EDITED, footer: entry.footer, body_params: entry.body_params, buttons: entry.buttons }
+    return adopted({ library_template_name: "order_confirmation_1", name: "Order confirmed (ours)", button_inputs: ORDER_INPUTS, snapshot })
+  }
+
+  describe("send", () => {
+    it("sends an approved template with its parameters in the operator's shape, into the contact's conversation", async () => {
+      const template = await orderTemplate()
+      const contact = await newContact()
+      const from = mark()
+      const sent = await api("POST", `/chatapp-templates/${template.id}/send`, {
+        contact_id: contact.id,
+        channel_id: channelId,
+        language: "en_US",
+        variable_values: ["Maria", "#A-1001", "A-1001"]
+      })
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+      expect(sent.body).toMatchObject({
+        direction: "outbound",
+        message_type: "template",
+        status: "sent",
+        channel_id: channelId,
+        contact_id: contact.id,
+        text: "Hi Maria, thank you for your order #A-1001."
+      })
+      const [call, ...more] = sends(from)
+      expect(more).toEqual([])
+      expect(call!.json).toMatchObject({
+        messaging_product: "whatsapp",
+        to: contact.phone.replace("+", ""),
+        type: "template",
+        template: {
+          name: "order_confirmation_1",
+          language: { code: "en_US" },
+          components: [
+            { type: "body", parameters: [{ type: "text", text: "Maria" }, { type: "text", text: "#A-1001" }] },
+            { type: "button", sub_type: "url", index: "0", parameters: [{ type: "text", text: "A-1001" }] }
+          ]
+        }
+      })
+      expect(sent.body.external_id).toMatch(/^wamid\.FAKE\d+$/)
+      // A second send joins the same conversation.
+      const next = await api("POST", `/chatapp-templates/${template.id}/send`, { contact_id: contact.id, channel_id: channelId, variable_values: ["Maria", "#2", "A-2"] })
+      expect(next.body.conversation_id).toBe(sent.body.conversation_id)
+      const listed = await api("GET", `/messages?conversation_id=${sent.body.conversation_id}`)
+      expect(listed.body.items.map((m: any) => m.id)).toEqual([sent.body.id, next.body.id])
+      const events = await api("GET", "/events?type=message.sent&page_size=100")
+      const event = (events.body.items as Array<any>).find((e) => e.data.message.id === sent.body.id)
+      expect(event?.data).toMatchObject({ conversation_id: sent.body.conversation_id, contact_id: contact.id, channel_id: channelId })
+    })
+
+    it("sends an authentication template with the code in the body and again on its copy-code button", async () => {
+      const template = await adopted({ library_template_name: "verification_code_1" })
+      expect(template).toMatchObject({ status: "approved", category: "AUTHENTICATION" })
+      const contact = await newContact()
+      const sentFrom = mark()
+      const sent = await api("POST", `/chatapp-templates/${template.id}/send`, { contact_id: contact.id, channel_id: channelId, variable_values: ["482913"] })
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+      expect(sends(sentFrom)[0]!.json.template).toEqual({
+        name: "verification_code_1",
+        language: { code: "en_US" },
+        components: [
+          { type: "body", parameters: [{ type: "text", text: "482913" }] },
+          { type: "button", sub_type: "url", index: "0", parameters: [{ type: "text", text: "482913" }] }
+        ]
+      })
+    })
+
+    it("refuses a wrong number of values, a template awaiting review and another tenant's template", async () => {
+      const template = await orderTemplate()
+      const contact = await newContact()
+      const from = mark()
+      const body = { contact_id: contact.id, channel_id: channelId, language: "en_US" }
+      const short = await api("POST", `/chatapp-templates/${template.id}/send`, { ...body, variable_values: ["Maria", "#1"] })
+      expect(short.status).toBe(422)
+      expect(short.body.detail[0].loc).toEqual(["body", "variable_values"])
+      expect(short.body.detail[0].msg).toMatch(/3/)
+      const pending = await pendingTemplate()
+      expect(pending.status).toBe("pending")
+      const notApproved = await api("POST", `/chatapp-templates/${pending.id}/send`, { ...body, variable_values: ["Maria", "#1", "x"] })
+      expect(notApproved.status).toBe(422)
+      expect(notApproved.body.detail[0].type).toBe("template_not_approved")
+      const elsewhere = await api("POST", `/chatapp-templates/${template.id}/send`, { ...body, channel_id: siblingId, variable_values: ["Maria", "#1", "x"] })
+      expect(elsewhere.status).toBe(422)
+      expect(elsewhere.body.detail[0].loc).toEqual(["body", "channel_id"])
+      const emailOnly = await api("POST", "/contacts", { name: "No Phone", email: "nophone@example.com" })
+      const unreachable = await api("POST", `/chatapp-templates/${template.id}/send`, { ...body, contact_id: emailOnly.body.id, variable_values: ["Maria", "#1", "x"] })
+      expect(unreachable.status).toBe(422)
+      expect(unreachable.body.detail[0].loc).toEqual(["body", "contact_id"])
+      const foreign = await api("POST", `/chatapp-templates/${template.id}/send`, { ...body, variable_values: ["Maria", "#1", "x"] }, other)
+      expect(foreign.status).toBe(404)
+      expect((await api("GET", `/chatapp-templates/${template.id}`, undefined, other)).status).toBe(404)
+      expect(sends(from)).toEqual([])
+    })
+
+    it("records a send to a recipient who opted out (operator code 131050) as failed with that reason", async () => {
+      const template = await orderTemplate()
+      const contact = await newContact()
+      graph.script("POST", "/{phone_number_id}/messages", graphError(400, {
+        code: 131050,
+        message: "(#131050) Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business"
+      }))
+      const refused = await api("POST", `/chatapp-templates/${template.id}/send`, {
+        contact_id: contact.id,
+        channel_id: channelId,
+        variable_values: ["Maria", "#2", "B-2"]
+      })
+      expect(refused.status).toBe(422)
+      expect(refused.body.detail).toMatchObject({ code: "recipient_opted_out", operator: { code: 131050 }, message_id: expect.any(String) })
+      const stored = await api("GET", `/messages/${refused.body.detail.message_id}`)
+      expect(stored.body).toMatchObject({ status: "failed", message_type: "template", error: { code: 131050 } })
+      expect(stored.body.failed_at).not.toBeNull()
+      const events = (await api("GET", "/events?type=message.sent&page_size=100")).body.items as Array<any>
+      expect(events.some((e) => e.data.message.id === stored.body.id)).toBe(false)
+    })
+  })
+
+  describe("template status webhooks", () => {
+    it("approves a template under review by webhook (ids as strings or numbers), after which it can be sent", async () => {
+      const pending = await pendingTemplate()
+      expect(pending).toMatchObject({ name: "order_confirmed_ours", status: "pending" })
+      const update = (id: string, event: string, name: string) => ({
+        object: "whatsapp_business_account",
+        entry: [{
+          id: WABA_ID,
+          time: 1764150000,
+          changes: [{ field: "message_template_status_update", value: { event, message_template_id: id, message_template_name: name, message_template_language: "en_US", reason: "NONE" } }]
+        }]
+      })
+      await webhook(JSON.stringify(update(pending.template_id, "APPROVED", pending.name)))
+      await drain()
+      expect((await api("GET", `/chatapp-templates/${pending.id}`)).body).toMatchObject({ status: "approved", status_reason: null })
+      const contact = await newContact()
+      const sent = await api("POST", `/chatapp-templates/${pending.id}/send`, { contact_id: contact.id, channel_id: channelId, variable_values: ["Maria", "#9", "A-9"] })
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+      expect(sent.body.text).toBe("Hello Maria, your order #9 is confirmed. Thank you!")
+
+      // The operator writes message_template_id as a JSON number.
+      graph.script("POST", "/{waba}/message_templates", { json: { id: "594425479261596", status: "APPROVED", category: "UTILITY" } })
+      const numeric = await adopt({ library_template_name: "verification_code_1", name: "Numeric code" })
+      expect(numeric.body.template_id).toBe("594425479261596")
+      await webhook(JSON.stringify(update("594425479261596", "PAUSED", "numeric_code")).replace('"594425479261596"', "594425479261596"))
+      await drain()
+      expect((await api("GET", `/chatapp-templates/${numeric.body.id}`)).body.status).toBe("paused")
+    })
+
+    it("moves the template by message_template_status_update; a redelivery changes nothing", async () => {
+      const template = await orderTemplate()
+      const raw = JSON.stringify({
+        object: "whatsapp_business_account",
+        entry: [{
+          id: WABA_ID,
+          time: 1764150000,
+          changes: [{
+            field: "message_template_status_update",
+            value: {
+              event: "REJECTED",
+              message_template_id: template.template_id,
+              message_template_name: "order_confirmation_1",
+              message_template_language: "en_US",
+              reason: "INCORRECT_CATEGORY"
+            }
+          }]
+        }]
+      })
+      await webhook(raw)
+      await drain()
+      const rejected = await api("GET", `/chatapp-templates/${template.id}`)
+      expect(rejected.body).toMatchObject({ status: "rejected", status_reason: "INCORRECT_CATEGORY" })
+      await http(host.url, "POST", "/_test/clock/advance", { body: { seconds: 3600 } })
+      await webhook(raw)
+      await drain()
+      expect((await api("GET", `/chatapp-templates/${template.id}`)).body).toEqual(rejected.body)
+      // A rejected template is not sent.
+      const contact = await newContact()
+      const send = await api("POST", `/chatapp-templates/${template.id}/send`, { contact_id: contact.id, channel_id: channelId, variable_values: ["a", "b", "c"] })
+      expect(send.status).toBe(422)
+      // Adopting it again finds the stored row, as it stands.
+      expect((await orderTemplate())).toMatchObject({ id: template.id, status: "rejected", already_existed: true })
+    })
+  })
+})

@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+
+// The template library end to end with the host's own simulator as the operator (no
+// OMNI_CHATAPP_GRAPH_URL): what `npm start` shows someone trying the service without an account.
+
+describe("the template library with the simulated operator (SQLite)", () => {
+  let dir: string
+  let env: Record<string, string>
+  let host: HostProcess
+  let key: string
+  let channelId: string
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "omni-templates-sim-"))
+    env = { OMNI_DATA_DIR: dir, DATABASE_URL: `file:${join(dir, "omni.sqlite")}`, OMNI_TEST_CLOCK: "manual" }
+    host = await startHost(env)
+    const boot = await admin(env, "bootstrap", "--email", "owner@example.com")
+    key = boot.api_key
+    channelId = (await admin(
+      env,
+      "channel", "create", "--tenant", boot.tenant_id, "--type", "chatapp",
+      "--phone-number-id", "106540352260001", "--business-account-id", "102290129360001", "--access-token", "EAAGsimulatortokenabcdefghijklmnop"
+    )).channel_id
+  })
+  afterAll(async () => {
+    if (host?.child.exitCode === null) await host.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const api = (method: string, path: string, body?: unknown) => http(host.url, method, `/api/v1${path}`, { token: key, body })
+
+  it("browses, adopts an entry unchanged (approved at once) and sends it", async () => {
+    const browsed = await api("GET", `/chatapp-templates/library?channel_id=${channelId}&language=en_US`)
+    expect(browsed.status).toBe(200)
+    expect(browsed.body).toMatchObject({ language: "en_US", stale: false, warning: null })
+    const items = browsed.body.items as Array<any>
+    expect(items.length).toBeGreaterThan(3)
+    expect(browsed.body.total).toBe(items.length)
+    expect(items.every((item) => item.language === "en_US" && item.already_added === false)).toBe(true)
+    expect(browsed.body.facets.languages).toEqual(["en_US"])
+    for (const facet of ["topics", "usecases", "industries"]) expect(browsed.body.facets[facet].length).toBeGreaterThan(0)
+
+    // An entry with a link to fill in: its destination given as a button input.
+    const order = items.find((item) => item.name === "order_confirmation_1")
+    expect(order.requires_input).toBe(true)
+    const adopted = await api("POST", "/chatapp-templates/library/adopt", {
+      channel_id: channelId,
+      library_template_name: "order_confirmation_1",
+      button_inputs: [{ type: "URL", url: { base_url: "https://shop.acme.com/orders/{{1}}", url_suffix_example: "https://shop.acme.com/orders/A-1" } }]
+    })
+    expect(adopted.status, JSON.stringify(adopted.body)).toBe(201)
+    expect(adopted.body).toMatchObject({ success: true, status: "approved", name: "order_confirmation_1", language: "en_US", already_existed: false })
+    const again = await api("GET", `/chatapp-templates/library?channel_id=${channelId}&language=en_US`)
+    expect((again.body.items as Array<any>).find((item) => item.name === "order_confirmation_1").already_added).toBe(true)
+
+    const template = await api("GET", `/chatapp-templates/${adopted.body.id}`)
+    expect(template.body.status).toBe("approved")
+    const values = (template.body.placeholders as Array<any>).map((p, i) => p.example ?? `value ${i + 1}`)
+    expect(values.length).toBeGreaterThan(0)
+    const contact = await api("POST", "/contacts", { name: "Maria", phone: "+447700900555" })
+    expect(contact.status).toBe(201)
+    const sent = await api("POST", `/chatapp-templates/${adopted.body.id}/send`, {
+      contact_id: contact.body.id,
+      channel_id: channelId,
+      language: "en_US",
+      variable_values: values
+    })
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+    expect(sent.body).toMatchObject({ message_type: "template", status: "sent", direction: "outbound", contact_id: contact.body.id })
+    expect((await api("GET", `/messages?conversation_id=${sent.body.conversation_id}`)).body.items.map((m: any) => m.id)).toEqual([sent.body.id])
+
+    const limit = await api("GET", `/chatapp/channels/${channelId}/sending-limit`)
+    expect(limit.body).toMatchObject({ messaging_limit_tier: "TIER_1K", quality_rating: "GREEN", supported: true, stale: false })
+  })
+})
