@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import type { ValidationIssue } from "../kernel/ApiError.ts"
-import type { LibraryButton, LibraryEntry } from "./LibraryEntry.ts"
+import { type LibraryButton, type LibraryEntry, requiresInput } from "./LibraryEntry.ts"
 
 /** The button types an adopt request's `button_inputs` may name (the spec's Button input). */
 export const BUTTON_INPUT_TYPES = ["URL", "PHONE_NUMBER", "OTP", "MPM", "CATALOG", "FLOW", "VOICE_CALL", "APP"] as const
@@ -20,22 +20,33 @@ export const ButtonInput = Schema.Struct({
 /** One element of `button_inputs`. */
 export type ButtonInput = typeof ButtonInput.Type
 
-/** The entry as the client displayed it (`snapshot`); its header, body and footer are the wording it asks for. */
+/**
+ * The entry as the client displayed it (`snapshot`): a library entry as the browse returned it, every
+ * field optional but the body. Its header, body and footer are the wording it asks for; the others
+ * are taken as they come and only its buttons are read (when the operator cannot be asked for the entry).
+ */
 export const LibrarySnapshot = Schema.Struct({
+  id: Schema.optionalKey(Schema.String),
   name: Schema.optionalKey(Schema.String),
   language: Schema.optionalKey(Schema.String),
   category: Schema.optionalKey(Schema.String),
+  topic: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  usecase: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  industry: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String))),
   header: Schema.optionalKey(Schema.NullOr(Schema.String)),
   body: Schema.String,
   footer: Schema.optionalKey(Schema.NullOr(Schema.String)),
   body_params: Schema.optionalKey(Schema.Array(Schema.String)),
+  body_param_types: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String))),
   buttons: Schema.optionalKey(Schema.Array(Schema.Struct({
     type: Schema.String,
     text: Schema.optionalKey(Schema.NullOr(Schema.String)),
     url: Schema.optionalKey(Schema.NullOr(Schema.String)),
     phone_number: Schema.optionalKey(Schema.NullOr(Schema.String)),
     otp_type: Schema.optionalKey(Schema.NullOr(Schema.String))
-  })))
+  }))),
+  already_added: Schema.optionalKey(Schema.Boolean),
+  requires_input: Schema.optionalKey(Schema.Boolean)
 })
 /** The entry as the client displayed it. */
 export type LibrarySnapshot = typeof LibrarySnapshot.Type
@@ -84,7 +95,7 @@ export const entryOfSnapshot = (snapshot: LibrarySnapshot, name: string, languag
     body_params: snapshot.body_params ?? [],
     body_param_types: [],
     buttons,
-    requires_input: false
+    requires_input: requiresInput(buttons)
   }
 }
 

@@ -83,7 +83,7 @@ export const adoptFailure = (error: ChatPlatformError, request: { readonly name:
 }
 
 /** A failure that is not the operator's: `success: false` with the service's own words. */
-const refused = (status: number, message: string, request: { readonly name: string; readonly language: string }) =>
+export const refused = (status: number, message: string, request: { readonly name: string; readonly language: string }) =>
   new FailedWithBody({
     status,
     body: {
@@ -157,8 +157,13 @@ export const makeAdoption = ({ library, platform, templates }: AdoptionDeps) => 
     const snapshotEntry = () =>
       entryOfSnapshot(request.snapshot!, libraryName, names.language, request.category ?? "UTILITY")
     if (read._tag === "Failure") {
-      if (read.failure.retryable && request.snapshot !== undefined) return { entry: snapshotEntry(), inLibrary: true }
-      return yield* adoptFailure(read.failure, { ...names, category: request.category ?? null })
+      if (!read.failure.retryable || request.snapshot === undefined) {
+        return yield* adoptFailure(read.failure, { ...names, category: request.category ?? null })
+      }
+      // A copy of another browse may still hold the entry, so the snapshot's wording can be checked;
+      // else the snapshot stands in for the entry (the spec's content fallback).
+      const kept = yield* library.cachedEntry(credentials, libraryName, names.language)
+      return { entry: Option.getOrElse(kept, snapshotEntry), inLibrary: true }
     }
     const entry = read.success.entries.find((candidate) => candidate.name === libraryName && candidate.language === names.language)
     if (entry !== undefined) return { entry, inLibrary: true }

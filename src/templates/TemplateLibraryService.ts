@@ -57,6 +57,16 @@ export class TemplateLibraryService extends Context.Service<TemplateLibraryServi
     credentials: ChatappCredentials,
     query: LibraryQuery
   ) => Effect.Effect<LibraryCopy, ChatPlatformError | StorageError>
+  /**
+   * The entry of that name and language in any copy kept for the business account, however old,
+   * without asking the operator: in this process's copies, else in the stored copies of the browses
+   * that would hold it (by name and language, by language, unfiltered).
+   */
+  readonly cachedEntry: (
+    credentials: ChatappCredentials,
+    name: string,
+    language: string
+  ) => Effect.Effect<Option.Option<LibraryEntry>, StorageError>
 }>()("omnichannel-core/templates/TemplateLibraryService") {
   static readonly layer = Layer.effect(
     TemplateLibraryService,
@@ -132,7 +142,25 @@ export class TemplateLibraryService extends Context.Service<TemplateLibraryServi
           return yield* Effect.fail(error)
         })
 
+      const findIn = (entries: ReadonlyArray<LibraryEntry>, name: string, language: string) =>
+        Option.fromNullishOr(entries.find((entry) => entry.name === name && entry.language === language))
+
       return TemplateLibraryService.of({
+        cachedEntry: Effect.fn("TemplateLibraryService.cachedEntry")(function*(credentials, name, language) {
+          const account = `${credentials.businessAccountId}\n`
+          for (const [key, copy] of held) {
+            if (!key.startsWith(account)) continue
+            const found = findIn(copy.entries, name, language)
+            if (Option.isSome(found)) return found
+          }
+          for (const query of [{ name, language }, { language }, {}]) {
+            const row = yield* store.get(credentials.businessAccountId, libraryQueryKey(query))
+            const copy = Option.flatMap(row, (found) => parseStored(found.entries, found.fetched_at))
+            const found = Option.flatMap(copy, (parsed) => findIn(parsed.entries, name, language))
+            if (Option.isSome(found)) return found
+          }
+          return Option.none()
+        }),
         browse: Effect.fn("TemplateLibraryService.browse")(function*(credentials, rawQuery) {
           const query = normalQuery(rawQuery)
           const queryKey = libraryQueryKey(query)

@@ -11,7 +11,8 @@ import { now } from "../kernel/Timestamp.ts"
 import { type Message, MessageService } from "../messages/MessageService.ts"
 import { ChatPlatform, type ChatappCredentials, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
 import { type TemplateFilter, TemplateStore } from "../ports/TemplateStore.ts"
-import { makeAdoption, statusOf } from "./AdoptionFlow.ts"
+import { normalTemplateName } from "./Adoption.ts"
+import { makeAdoption, refused, statusOf } from "./AdoptionFlow.ts"
 import type { LibraryBrowseResponse } from "./LibraryEntry.ts"
 import { type AdoptRequest, type AdoptResponse, type SendTemplateRequest, type Template, toTemplate } from "./Template.ts"
 import { TemplateLibraryService } from "./TemplateLibraryService.ts"
@@ -153,7 +154,12 @@ export class TemplateService extends Context.Service<TemplateService, {
         }),
 
         adopt: Effect.fn("TemplateService.adopt")(function*(tenantId, request) {
-          const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id)
+          // Every failure of an adoption answers the adopt response's shape (`success: false`).
+          const names = { name: normalTemplateName(request.name ?? request.library_template_name), language: request.language ?? "en_US" }
+          const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id).pipe(Effect.catchTags({
+            NotFound: (error) => Effect.fail(refused(404, error.message, names)),
+            BadRequest: (error) => Effect.fail(refused(400, error.message, names))
+          }))
           return (yield* adopt(tenantId, channel.id, credentials, request)).response
         }),
 

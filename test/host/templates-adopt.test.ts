@@ -273,7 +273,10 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
 
       // A channel the tenant does not have.
       expect((await adopt({ library_template_name: "delivery_feedback_1" }, other)).status).toBe(404)
-      expect((await adopt({ channel_id: "6a1f0c2e-0000-4000-8000-000000000000", library_template_name: "delivery_feedback_1" })).status).toBe(404)
+      const noChannel = await adopt({ channel_id: "6a1f0c2e-0000-4000-8000-000000000000", library_template_name: "delivery_feedback_1" })
+      expect(noChannel.status).toBe(404)
+      // Every failure of an adoption answers in the adopt response's shape.
+      expect(noChannel.body).toMatchObject({ success: false, id: null, name: "delivery_feedback_1", error: expect.stringContaining("not found") })
       // A library name the operator does not have, with no snapshot to fall back on.
       const from = mark()
       const unknown = await adopt({ library_template_name: "no_such_template_1" })
