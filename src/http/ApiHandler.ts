@@ -116,7 +116,7 @@ export const makeApiHandler = <R>(
           )
         )
         const result = yield* match.route.handle({ principal, params, query, body })
-        const encoded = yield* Effect.orDie(match.encodeResponse(result))
+        const encoded = match.route.response.asIs === true ? result : yield* Effect.orDie(match.encodeResponse(result))
         const status = match.route.response.statusOf?.(result) ?? match.route.response.status
         return json(status, encoded)
       })

@@ -39,6 +39,12 @@ export interface Route<R> {
     readonly statusOf?: ((result: unknown) => number) | undefined
     /** The other statuses `statusOf` may choose, with what each means, for the OpenAPI document. */
     readonly alternatives?: Readonly<Record<number, string>> | undefined
+    /**
+     * The handler already returns the wire shape (its type is the schema's, and it holds no value
+     * the schema would transform): written as JSON without walking it through the schema. For large
+     * answers on hot paths; the schema still documents it.
+     */
+    readonly asIs?: boolean | undefined
   }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
@@ -73,6 +79,7 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
     readonly description: string
     readonly statusOf?: (result: O) => number
     readonly alternatives?: Readonly<Record<number, string>>
+    readonly asIs?: boolean
   }
   readonly errors?: ReadonlyArray<number>
   readonly errorStyle?: "detail" | "coded"

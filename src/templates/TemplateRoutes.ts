@@ -44,7 +44,13 @@ export const templateRoutes = [
     tag: "Templates",
     auth: { kind: "api_key", scopes: ["channels:read"] },
     query: BrowseQuery,
-    response: { status: 200, schema: LibraryBrowseResponse, description: "The matched entries (up to limit), their total and facets" },
+    // Up to 500 entries built in the wire shape by the service: written as they are.
+    response: {
+      status: 200,
+      schema: LibraryBrowseResponse,
+      description: "The matched entries (up to limit), their total and facets",
+      asIs: true
+    },
     errors: [400, 404, 422, 429, 502, 503],
     handle: ({ principal, query }) =>
       Effect.flatMap(TemplateService, (service) =>

@@ -1,3 +1,4 @@
+import { Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { ChatPlatformError } from "../../../src/ports/ChatPlatform.ts"
@@ -10,7 +11,7 @@ import {
   normalTemplateName
 } from "../../../src/templates/Adoption.ts"
 import { adoptFailure, statusOf } from "../../../src/templates/AdoptionFlow.ts"
-import { facetsOf, type LibraryEntry, libraryEntryOf, libraryQueryKey, normalQuery, placeholderPhone, placeholderUrl } from "../../../src/templates/LibraryEntry.ts"
+import { facetsOf, type LibraryEntry, libraryEntryOf, LibraryTemplateEntry, libraryQueryKey, normalQuery, placeholderPhone, placeholderUrl } from "../../../src/templates/LibraryEntry.ts"
 import { placeholdersOf, sendComponentsOf } from "../../../src/templates/TemplateParameters.ts"
 
 const entry = (overrides: Partial<LibraryEntry> = {}): LibraryEntry => ({
@@ -41,8 +42,12 @@ const snapshotOf = (e: LibraryEntry, changes: Partial<LibrarySnapshot> = {}): Li
 })
 
 describe("library entries", () => {
-  it("take the operator's entry into the spec's shape, unused button fields null", () => {
+  it("take the operator's entry into the spec's shape, unused button fields null, nothing else kept", () => {
     const e = entry()
+    // The browse answer is written without passing through its schema: an entry must be exactly the wire shape.
+    const withExtras = libraryEntryOf({ ...e, header: "H", buttons: [], sample_header: "x", id: "7" })
+    expect(Schema.decodeUnknownSync(LibraryTemplateEntry, { onExcessProperty: "error" })({ ...withExtras, already_added: false }))
+      .toEqual({ ...withExtras, already_added: false })
     expect(e.buttons[1]).toEqual({ type: "QUICK_REPLY", text: "Thanks", url: null, phone_number: null, otp_type: null })
     expect(e).toMatchObject({ footer: null, body_param_types: [], requires_input: true, id: "order_confirmation_1:en_US" })
   })
