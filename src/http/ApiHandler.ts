@@ -1,3 +1,4 @@
+import { EncodedJson } from "../kernel/EncodedJson.ts"
 import { Cause, Effect, Schema } from "effect"
 import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
 import { type ApiError, InvalidRequest, MissingScope } from "../kernel/ApiError.ts"
@@ -21,7 +22,10 @@ export interface ApiHandlerOptions {
 }
 
 const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Response =>
-  new Response(JSON.stringify(body), {
+  text(status, JSON.stringify(body), headers)
+
+const text = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): Response =>
+  new Response(body, {
     status,
     headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }
   })
@@ -116,7 +120,8 @@ export const makeApiHandler = <R>(
           )
         )
         const result = yield* match.route.handle({ principal, params, query, body })
-        const encoded = match.route.response.asIs === true ? result : yield* Effect.orDie(match.encodeResponse(result))
+        if (result instanceof EncodedJson) return text(match.route.response.status, result.text)
+        const encoded = yield* Effect.orDie(match.encodeResponse(result))
         const status = match.route.response.statusOf?.(result) ?? match.route.response.status
         return json(status, encoded)
       })

@@ -1,5 +1,6 @@
 import type { Effect, Schema } from "effect"
 import type { ApiError } from "../kernel/ApiError.ts"
+import type { EncodedJson } from "../kernel/EncodedJson.ts"
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
 import type { Scope } from "../kernel/Scope.ts"
 import type { StorageError } from "../ports/StorageError.ts"
@@ -39,12 +40,6 @@ export interface Route<R> {
     readonly statusOf?: ((result: unknown) => number) | undefined
     /** The other statuses `statusOf` may choose, with what each means, for the OpenAPI document. */
     readonly alternatives?: Readonly<Record<number, string>> | undefined
-    /**
-     * The handler already returns the wire shape (its type is the schema's, and it holds no value
-     * the schema would transform): written as JSON without walking it through the schema. For large
-     * answers on hot paths; the schema still documents it.
-     */
-    readonly asIs?: boolean | undefined
   }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
@@ -79,11 +74,11 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
     readonly description: string
     readonly statusOf?: (result: O) => number
     readonly alternatives?: Readonly<Record<number, string>>
-    readonly asIs?: boolean
   }
   readonly errors?: ReadonlyArray<number>
   readonly errorStyle?: "detail" | "coded"
-  readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O, ApiError | StorageError, R>
+  /** Returns the answer, or its JSON text already written (`EncodedJson`), sent as it is. */
+  readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O | EncodedJson<O>, ApiError | StorageError, R>
 }): Route<R> => ({
   ...definition,
   response: definition.response as Route<R>["response"],

@@ -144,3 +144,12 @@ export const normalQuery = (query: LibraryQuery): LibraryQuery => {
 /** The cache key of a normal query: its filters in a fixed order. */
 export const libraryQueryKey = (query: LibraryQuery): string =>
   JSON.stringify(FILTERS.map((filter) => query[filter]?.trim() || null))
+
+/**
+ * An entry's JSON text in two pieces around its `already_added` value, which depends on the tenant:
+ * `head + "true" + tail` is the wire entry (fields in the schema's order), written once per copy.
+ */
+export const entryFragments = (entry: LibraryEntry): readonly [string, string] => {
+  const { requires_input: requiresInput, ...rest } = entry
+  return [`${JSON.stringify(rest).slice(0, -1)},"already_added":`, `,"requires_input":${requiresInput}}`]
+}

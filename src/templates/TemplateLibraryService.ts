@@ -3,7 +3,7 @@ import type { StorageError } from "../kernel/StorageError.ts"
 import { ChatPlatform, type ChatappCredentials, type ChatappLibraryTemplate, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
 import { LibraryCacheStore } from "../ports/LibraryCacheStore.ts"
 import { copyAge, LIBRARY_FALLBACK_MS, LIBRARY_RETRY_AFTER_MS, staleWarning } from "./LibraryCache.ts"
-import { facetsOf, type LibraryEntry, libraryEntryOf, type LibraryFacets, libraryQueryKey, normalQuery } from "./LibraryEntry.ts"
+import { entryFragments, facetsOf, type LibraryEntry, libraryEntryOf, type LibraryFacets, libraryQueryKey, normalQuery } from "./LibraryEntry.ts"
 
 /** One answer of the library: the matched entries, their facets, and whether a fallback copy stands in. */
 export interface LibraryCopy {
@@ -12,6 +12,8 @@ export interface LibraryCopy {
   readonly fetchedAt: string
   readonly stale: boolean
   readonly warning: string | null
+  /** Each entry's JSON text around its `already_added` (`entryFragments`), written once per copy. */
+  readonly fragments: () => ReadonlyArray<readonly [string, string]>
 }
 
 /** A copy held in this process, parsed once. */
@@ -24,6 +26,8 @@ interface Held {
   retryAfterMs: number
   /** Why the last refresh failed, while `retryAfterMs` holds. */
   failure: "rate_limited" | "unavailable" | null
+  /** The entries' JSON pieces, once a browse has asked for them. */
+  fragments?: ReadonlyArray<readonly [string, string]>
 }
 
 /** Copies held per process at most; the least recently used go first. */
@@ -88,7 +92,8 @@ export class TemplateLibraryService extends Context.Service<TemplateLibraryServi
         facets: copy.facets,
         fetchedAt: copy.fetchedAt,
         stale,
-        warning: stale ? staleWarning(copy.failure ?? "unavailable", copy.fetchedAt, nowMs) : null
+        warning: stale ? staleWarning(copy.failure ?? "unavailable", copy.fetchedAt, nowMs) : null,
+        fragments: () => (copy.fragments ??= copy.entries.map(entryFragments))
       })
 
       const prune = (nowMs: number) =>

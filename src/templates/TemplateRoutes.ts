@@ -44,17 +44,12 @@ export const templateRoutes = [
     tag: "Templates",
     auth: { kind: "api_key", scopes: ["channels:read"] },
     query: BrowseQuery,
-    // Up to 500 entries built in the wire shape by the service: written as they are.
-    response: {
-      status: 200,
-      schema: LibraryBrowseResponse,
-      description: "The matched entries (up to limit), their total and facets",
-      asIs: true
-    },
+    // Up to 500 entries, written from the JSON text kept with the cached copy.
+    response: { status: 200, schema: LibraryBrowseResponse, description: "The matched entries (up to limit), their total and facets" },
     errors: [400, 404, 422, 429, 502, 503],
     handle: ({ principal, query }) =>
       Effect.flatMap(TemplateService, (service) =>
-        service.browse(principal.tenantId, { ...query, limit: query.limit ?? LIBRARY_LIMIT.default }))
+        service.browseEncoded(principal.tenantId, { ...query, limit: query.limit ?? LIBRARY_LIMIT.default }))
   }),
   route({
     method: "POST",

@@ -4,6 +4,7 @@ import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { BadRequest, type FailedWithBody, InvalidRequest, NotFound, OperatorFailed } from "../kernel/ApiError.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
+import { EncodedJson } from "../kernel/EncodedJson.ts"
 import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
@@ -13,7 +14,7 @@ import { ChatPlatform, type ChatappCredentials, type ChatPlatformError, type Lib
 import { type TemplateFilter, TemplateStore } from "../ports/TemplateStore.ts"
 import { normalTemplateName } from "./Adoption.ts"
 import { makeAdoption, refused, statusOf } from "./AdoptionFlow.ts"
-import type { LibraryBrowseResponse } from "./LibraryEntry.ts"
+import type { LibraryBrowseResponse, LibraryEntry } from "./LibraryEntry.ts"
 import { type AdoptRequest, type AdoptResponse, type SendTemplateRequest, type Template, toTemplate } from "./Template.ts"
 import { TemplateLibraryService } from "./TemplateLibraryService.ts"
 import { placeholdersOf, sendComponentsOf } from "./TemplateParameters.ts"
@@ -66,6 +67,11 @@ export class TemplateService extends Context.Service<TemplateService, {
     tenantId: string,
     request: BrowseRequest
   ) => Effect.Effect<LibraryBrowseResponse, NotFound | BadRequest | OperatorFailed | StorageError>
+  /** `browse`'s answer as its JSON text, written from each entry's text kept with the copy: what the API sends. */
+  readonly browseEncoded: (
+    tenantId: string,
+    request: BrowseRequest
+  ) => Effect.Effect<EncodedJson<LibraryBrowseResponse>, NotFound | BadRequest | OperatorFailed | StorageError>
   /** Adopts a library entry; `already_existed` says whether it was there before (200) or is new (201). */
   readonly adopt: (
     tenantId: string,
@@ -135,22 +141,48 @@ export class TemplateService extends Context.Service<TemplateService, {
           })
       }
 
+      /** The copy a browse answers from, and which of its entries the channel already has. */
+      const browseCopy = Effect.fnUntraced(function*(tenantId: string, request: BrowseRequest) {
+        // The channel and its template names are read at once (two round trips in parallel on
+        // PostgreSQL); the names are the tenant's own, and unused if the channel is not there.
+        const [{ credentials }, names] = yield* Effect.all([
+          usableChannel(tenantId, request.channel_id),
+          templates.namesOnChannel(tenantId, request.channel_id.toLowerCase())
+        ], { concurrency: 2 })
+        const { channel_id: _channel, limit: _limit, ...query } = request
+        const copy = yield* library.browse(credentials, query).pipe(Effect.mapError((error) =>
+          error._tag === "ChatPlatformError" ? libraryFailure(error) : error
+        ))
+        const keys = new Set(names.map((t) => `${t.name}\n${t.language}`))
+        return { copy, added: (entry: LibraryEntry) => keys.has(`${entry.name}\n${entry.language}`) }
+      })
+
       return TemplateService.of({
         browse: Effect.fn("TemplateService.browse")(function*(tenantId, request) {
-          const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id)
-          const { channel_id: _channel, limit, ...query } = request
-          const copy = yield* library.browse(credentials, query).pipe(Effect.mapError((error) =>
-            error._tag === "ChatPlatformError" ? libraryFailure(error) : error
-          ))
-          const added = new Set((yield* templates.namesOnChannel(tenantId, channel.id)).map((t) => `${t.name}\n${t.language}`))
+          const { copy, added } = yield* browseCopy(tenantId, request)
           return {
-            items: copy.entries.slice(0, limit).map((entry) => ({ ...entry, already_added: added.has(`${entry.name}\n${entry.language}`) })),
+            items: copy.entries.slice(0, request.limit).map((entry) => ({ ...entry, already_added: added(entry) })),
             total: copy.entries.length,
             facets: copy.facets,
             language: request.language?.trim() || null,
             stale: copy.stale,
             warning: copy.warning
           }
+        }),
+
+        browseEncoded: Effect.fn("TemplateService.browseEncoded")(function*(tenantId, request) {
+          const { copy, added } = yield* browseCopy(tenantId, request)
+          const fragments = copy.fragments()
+          const count = Math.min(request.limit, copy.entries.length)
+          let items = ""
+          for (let i = 0; i < count; i++) {
+            const [head, tail] = fragments[i]!
+            items += `${i === 0 ? "" : ","}${head}${added(copy.entries[i]!)}${tail}`
+          }
+          const language = JSON.stringify(request.language?.trim() || null)
+          return new EncodedJson<LibraryBrowseResponse>(
+            `{"items":[${items}],"total":${copy.entries.length},"facets":${JSON.stringify(copy.facets)},"language":${language},"stale":${copy.stale},"warning":${JSON.stringify(copy.warning)}}`
+          )
         }),
 
         adopt: Effect.fn("TemplateService.adopt")(function*(tenantId, request) {

@@ -11,7 +11,7 @@ import {
   normalTemplateName
 } from "../../../src/templates/Adoption.ts"
 import { adoptFailure, statusOf } from "../../../src/templates/AdoptionFlow.ts"
-import { facetsOf, type LibraryEntry, libraryEntryOf, LibraryTemplateEntry, libraryQueryKey, normalQuery, placeholderPhone, placeholderUrl } from "../../../src/templates/LibraryEntry.ts"
+import { entryFragments, facetsOf, type LibraryEntry, libraryEntryOf, LibraryTemplateEntry, libraryQueryKey, normalQuery, placeholderPhone, placeholderUrl } from "../../../src/templates/LibraryEntry.ts"
 import { placeholdersOf, sendComponentsOf } from "../../../src/templates/TemplateParameters.ts"
 
 const entry = (overrides: Partial<LibraryEntry> = {}): LibraryEntry => ({
@@ -50,6 +50,14 @@ describe("library entries", () => {
       .toEqual({ ...withExtras, already_added: false })
     expect(e.buttons[1]).toEqual({ type: "QUICK_REPLY", text: "Thanks", url: null, phone_number: null, otp_type: null })
     expect(e).toMatchObject({ footer: null, body_param_types: [], requires_input: true, id: "order_confirmation_1:en_US" })
+  })
+  it("are written as JSON text around already_added, exactly as the whole entry would be", () => {
+    for (const e of [entry(), libraryEntryOf({ name: "q\"uote", language: "en_US", category: "UTILITY", body: "\u2028 {{1}} 🚀", footer: "f" })]) {
+      const [head, tail] = entryFragments(e)
+      for (const added of [true, false]) {
+        expect(`${head}${added}${tail}`).toBe(JSON.stringify(Schema.encodeSync(LibraryTemplateEntry)({ ...e, already_added: added })))
+      }
+    }
   })
   it("need input only for stand-in destinations: reserved domains and fictional numbers", () => {
     expect(placeholderUrl("https://www.example.com/{{1}}")).toBe(true)
