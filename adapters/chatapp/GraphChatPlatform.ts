@@ -21,6 +21,7 @@ export interface GraphChatPlatformOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 /** Library entries asked for per page, and pages read at most in one browse (50,000 entries, far past the catalog). */
 const LIBRARY_PAGE_SIZE = 500
 const MAX_LIBRARY_PAGES = 100
@@ -145,7 +146,8 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
     segments: ReadonlyArray<string>,
     query: Readonly<Record<string, string | undefined>> = {}
   ) {
-    const bad = segments.find((segment) => segment === "" || segment === "." || segment === "..")
+    // A lone surrogate cannot be percent-encoded (encodeURIComponent throws): no operator id holds one.
+    const bad = segments.find((segment) => segment === "" || segment === "." || segment === ".." || LONE_SURROGATE.test(segment))
     if (bad !== undefined) return yield* requestFailed("other", `"${bad}" is not an id the operator could know`)
     const params = new URLSearchParams()
     for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value)

@@ -59,6 +59,21 @@ const nestsWithin = (value: unknown, max: number): boolean => {
 // PostgreSQL's text cannot hold U+0000, and no person types it: read as U+FFFD wherever it appears.
 const withoutNul = (_key: string, value: unknown) => (typeof value === "string" ? value.replaceAll("\0", "\uFFFD") : value)
 
+/** A whole number past 2^53 somewhere in the text (a 16-digit id may be one): only then is the reviver below needed. */
+const LONG_INTEGER = /\d{16}/
+/**
+ * Reads whole numbers JSON cannot hold exactly (the operator writes some ids, e.g. a template's
+ * `message_template_id`, as numbers) as their digits, where the runtime hands revivers the source
+ * text (V8, SpiderMonkey, JavaScriptCore since 2023); elsewhere they stay numbers. Also replaces U+0000.
+ */
+const exactIntegers = (_key: string, value: unknown, context?: { readonly source?: string }) => {
+  if (typeof value === "string") return value.replaceAll("\0", "\uFFFD")
+  if (typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source)) {
+    return context.source
+  }
+  return value
+}
+
 /** An operator id as the service keeps it: short printable text, else null (a hostile value is skipped, not stored). */
 const idOf = (value: unknown, max = 256): string | null => {
   const text = str(value) ?? num(value)?.toString() ?? null
@@ -76,8 +91,13 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
     let json: unknown
     try {
       const text = decoder.decode(body)
-      // Only an escaped `\u0000` yields U+0000 (JSON forbids it raw): the reviver runs only then.
-      json = text.includes("\\u0000") ? JSON.parse(text, withoutNul) : JSON.parse(text)
+      // Revivers cost: one runs only when a long number may be there, or an escaped `\u0000` (the
+      // only way U+0000 gets in: JSON forbids it raw).
+      json = LONG_INTEGER.test(text)
+        ? JSON.parse(text, exactIntegers as (key: string, value: unknown) => unknown)
+        : text.includes("\\u0000")
+        ? JSON.parse(text, withoutNul)
+        : JSON.parse(text)
     } catch {
       return { events: [], notes: ["body is not JSON text"] }
     }

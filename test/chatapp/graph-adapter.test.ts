@@ -75,12 +75,15 @@ describe("sending a message", () => {
     expect(await run(graph.sendMessage(credentials, "14155550100", text))).toEqual({ messageId: "wamid.X", recipientWaId: null })
   })
 
-  it("escapes ids in the path and refuses dot segments without sending anything", async () => {
+  it("escapes ids in the path and refuses dot segments and lone surrogates without sending anything", async () => {
     await run(graph.sendMessage({ ...credentials, phoneNumberId: "12/34?x#y" }, "14155550100", text))
     expect(fake.requests()[0]!.path).toBe("/12%2F34%3Fx%23y/messages")
 
     const error = await failure(graph.sendMessage({ ...credentials, phoneNumberId: ".." }, "14155550100", text))
     expect(error).toMatchObject({ kind: "other", code: null })
+    // An id with a lone surrogate cannot be percent-encoded: refused as an error, never a crash.
+    const lone = await failure(graph.fetchMedia(credentials, "pair split \ud83d", { maxBytes: 1000 }))
+    expect(lone).toMatchObject({ kind: "other", code: null })
     expect(fake.requests()).toHaveLength(1)
   })
 })

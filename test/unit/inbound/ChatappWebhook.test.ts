@@ -54,6 +54,16 @@ describe("reading operator payloads", () => {
     expect(a.events[0]!.key).not.toBe(c.events[0]!.key)
   })
 
+  it("keeps whole numbers past 2^53 exactly, as their digits (a template id), and smaller ones as numbers", async () => {
+    const raw = `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"message_template_status_update",
+      "value":{"event":"APPROVED","message_template_id":9123456789012345678,"other_id":1234567890123456,"name":"a\\u0000b"}}]}]}`
+    const { events } = await parse(raw)
+    expect(events[0]).toMatchObject({
+      kind: "field",
+      value: { message_template_id: "9123456789012345678", other_id: 1234567890123456, name: "a\uFFFDb" }
+    })
+  })
+
   it("reads a failed status with the operator's error", async () => {
     const { events } = await parse({
       object: "whatsapp_business_account",
