@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { FAKE_LIBRARY, type FakeGraph, type FakeGraphRequest, graphError, startFakeGraph } from "../support/FakeGraph.ts"
-import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { type ChatappHost, startChatappHost, type Tenant } from "../support/ChatappHost.ts"
+import { FAKE_LIBRARY, type FakeGraph, type FakeGraphRequest, graphError } from "../support/FakeGraph.ts"
+import { admin } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 
 // Adopting library templates, seen from outside: the host as a child process on a manual test
@@ -75,44 +76,24 @@ const snapshotOf = (entry: any) => ({
 })
 
 describe.each(hostBackends)("adopting library templates on the reference host ($name)", (backend) => {
-  let env: Record<string, string>
-  let tearDown: () => Promise<void>
-  let host: HostProcess
+  let chatapp: ChatappHost
+  let env: Readonly<Record<string, string>>
   let graph: FakeGraph
-  let tenant: { id: string; key: string }
-  let other: { id: string; key: string }
+  let tenant: Tenant
+  let other: Tenant
   let channelId: string
   /** Another number of the same business account: the operator's templates are the account's. */
   let siblingId: string
 
   beforeAll(async () => {
-    graph = await startFakeGraph({ accessToken: TOKEN, library: LIBRARY })
-    ;({ env, tearDown } = await backend.setUp())
-    env = {
-      ...env,
-      OMNI_TEST_CLOCK: "manual",
-      OMNI_OUTBOUND_ALLOW: "127.0.0.1/32",
-      OMNI_CHATAPP_GRAPH_URL: graph.url
-    }
-    host = await startHost(env)
-    const [boot, second] = await Promise.all([
-      admin(env, "bootstrap", "--email", "owner@example.com"),
-      admin(env, "bootstrap", "--email", "other@example.com")
-    ])
-    tenant = { id: boot.tenant_id, key: boot.api_key }
-    other = { id: second.tenant_id, key: second.api_key }
-    const channel = (phone: string) =>
-      admin(env, "channel", "create", "--tenant", tenant.id, "--type", "chatapp", "--phone-number-id", phone, "--business-account-id", WABA_ID, "--access-token", TOKEN)
-    ;[channelId, siblingId] = (await Promise.all([channel(PHONE_NUMBER_ID), channel("106540352250002")])).map((c) => c.channel_id)
+    chatapp = await startChatappHost(backend, { accessToken: TOKEN, graph: { library: LIBRARY } })
+    ;({ env, graph, tenant, other } = chatapp)
+    ;[{ channel_id: channelId }, { channel_id: siblingId }] =
+      await Promise.all([chatapp.channel(PHONE_NUMBER_ID, WABA_ID), chatapp.channel("106540352250002", WABA_ID)])
   })
-  afterAll(async () => {
-    if (host?.child.exitCode === null) await host.stop()
-    await graph?.close()
-    await tearDown?.()
-  })
+  afterAll(() => chatapp?.close())
 
-  const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) =>
-    http(host.url, method, `/api/v1${path}`, { token: as.key, body })
+  const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) => chatapp.api(method, path, body, as)
   const adopt = (body: Record<string, unknown>, as: { key: string } = tenant) =>
     api("POST", "/chatapp-templates/library/adopt", { channel_id: channelId, ...body }, as)
   /** The template creations the operator received since `from` (an index into its requests). */

@@ -1,7 +1,7 @@
-import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FakeGraph, type FakeGraphRequest, graphError, startFakeGraph } from "../support/FakeGraph.ts"
-import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { type ChatappHost, startChatappHost, type Tenant } from "../support/ChatappHost.ts"
+import { type FakeGraph, type FakeGraphRequest, graphError } from "../support/FakeGraph.ts"
+import { type HostProcess, http } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 
 // Sending adopted templates and the operator's template status webhooks, seen from outside: the host
@@ -15,64 +15,32 @@ const WABA_ID = "102290129370001"
 const ORDER_INPUTS = [{ type: "URL", url: { base_url: "https://shop.acme.com/orders/{{1}}", url_suffix_example: "https://shop.acme.com/orders/A-1001" } }]
 const EDITED = "Hello {{1}}, your order {{2}} is confirmed. Thank you!"
 
-const sign = (raw: string) => `sha256=${createHmac("sha256", APP_SECRET).update(raw).digest("hex")}`
-
 describe.each(hostBackends)("sending templates and their status webhooks on the reference host ($name)", (backend) => {
-  let env: Record<string, string>
-  let tearDown: () => Promise<void>
+  let chatapp: ChatappHost
   let host: HostProcess
   let graph: FakeGraph
-  let tenant: { id: string; key: string }
-  let other: { id: string; key: string }
+  let tenant: Tenant
+  let other: Tenant
   let channelId: string
   /** Another number of the same business account. */
   let siblingId: string
 
   beforeAll(async () => {
-    graph = await startFakeGraph({ accessToken: TOKEN })
-    ;({ env, tearDown } = await backend.setUp())
-    env = {
-      ...env,
-      OMNI_TEST_CLOCK: "manual",
-      OMNI_OUTBOUND_ALLOW: "127.0.0.1/32",
-      OMNI_CHATAPP_GRAPH_URL: graph.url,
-      OMNI_CHATAPP_APP_SECRET: APP_SECRET,
-      OMNI_CHATAPP_VERIFY_TOKEN: "templates-send-verify-token"
-    }
-    host = await startHost(env)
-    const [boot, second] = await Promise.all([
-      admin(env, "bootstrap", "--email", "owner@example.com"),
-      admin(env, "bootstrap", "--email", "other@example.com")
-    ])
-    tenant = { id: boot.tenant_id, key: boot.api_key }
-    other = { id: second.tenant_id, key: second.api_key }
-    const channel = (phone: string) =>
-      admin(env, "channel", "create", "--tenant", tenant.id, "--type", "chatapp", "--phone-number-id", phone, "--business-account-id", WABA_ID, "--access-token", TOKEN)
-    ;[channelId, siblingId] = (await Promise.all([channel(PHONE_NUMBER_ID), channel("106540352270002")])).map((c) => c.channel_id)
+    chatapp = await startChatappHost(backend, { accessToken: TOKEN, appSecret: APP_SECRET, verifyToken: "templates-send-verify-token" })
+    ;({ host, graph, tenant, other } = chatapp)
+    ;[{ channel_id: channelId }, { channel_id: siblingId }] =
+      await Promise.all([chatapp.channel(PHONE_NUMBER_ID, WABA_ID), chatapp.channel("106540352270002", WABA_ID)])
   })
-  afterAll(async () => {
-    if (host?.child.exitCode === null) await host.stop()
-    await graph?.close()
-    await tearDown?.()
-  })
+  afterAll(() => chatapp?.close())
 
-  const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) =>
-    http(host.url, method, `/api/v1${path}`, { token: as.key, body })
+  const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) => chatapp.api(method, path, body, as)
   const adopt = (body: Record<string, unknown>) => api("POST", "/chatapp-templates/library/adopt", { channel_id: channelId, ...body })
   /** The template sends the operator received since `from` (an index into its requests). */
   const sends = (from = 0): Array<FakeGraphRequest & { json: any }> =>
     graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages`) as never
   const mark = () => graph.requests().length
-  const drain = async () => expect((await http(host.url, "POST", "/_test/drain")).status).toBe(200)
-  const webhook = async (raw: string) => {
-    const response = await fetch(`${host.url}/webhooks/chatapp`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw) },
-      body: raw
-    })
-    expect(response.status).toBe(200)
-    await response.arrayBuffer()
-  }
+  const drain = () => chatapp.drain()
+  const webhook = async (raw: string) => expect((await chatapp.post(undefined, { raw })).status).toBe(200)
   let phones = 0
   const newContact = async () => {
     const created = await api("POST", "/contacts", { name: "Maria", phone: `+4477008${String(++phones).padStart(5, "0")}` })

@@ -1,37 +1,24 @@
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { type ChatappHost, startChatappHost } from "../support/ChatappHost.ts"
+import { hostBackends } from "../support/HostBackends.ts"
 
 // The template library end to end with the host's own simulator as the operator (no
 // OMNI_CHATAPP_GRAPH_URL): what `npm start` shows someone trying the service without an account.
 
 describe("the template library with the simulated operator (SQLite)", () => {
-  let dir: string
-  let env: Record<string, string>
-  let host: HostProcess
-  let key: string
+  let chatapp: ChatappHost
   let channelId: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "omni-templates-sim-"))
-    env = { OMNI_DATA_DIR: dir, DATABASE_URL: `file:${join(dir, "omni.sqlite")}`, OMNI_TEST_CLOCK: "manual" }
-    host = await startHost(env)
-    const boot = await admin(env, "bootstrap", "--email", "owner@example.com")
-    key = boot.api_key
-    channelId = (await admin(
-      env,
-      "channel", "create", "--tenant", boot.tenant_id, "--type", "chatapp",
-      "--phone-number-id", "106540352260001", "--business-account-id", "102290129360001", "--access-token", "EAAGsimulatortokenabcdefghijklmnop"
-    )).channel_id
+    chatapp = await startChatappHost(hostBackends.find((backend) => backend.name === "SQLite")!, {
+      accessToken: "EAAGsimulatortokenabcdefghijklmnop",
+      graph: false
+    })
+    channelId = (await chatapp.channel("106540352260001", "102290129360001")).channel_id
   })
-  afterAll(async () => {
-    if (host?.child.exitCode === null) await host.stop()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => chatapp?.close())
 
-  const api = (method: string, path: string, body?: unknown) => http(host.url, method, `/api/v1${path}`, { token: key, body })
+  const api = (method: string, path: string, body?: unknown) => chatapp.api(method, path, body)
 
   it("browses, adopts an entry unchanged (approved at once) and sends it", async () => {
     const browsed = await api("GET", `/chatapp-templates/library?channel_id=${channelId}&language=en_US`)

@@ -1,7 +1,7 @@
-import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { FAKE_LIBRARY, type FakeGraph, graphError, startFakeGraph } from "../support/FakeGraph.ts"
-import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { type ChatappHost, startChatappHost, type Tenant } from "../support/ChatappHost.ts"
+import { FAKE_LIBRARY, type FakeGraph, graphError } from "../support/FakeGraph.ts"
+import { type HostProcess, http } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 import { makeLibraryCatalog } from "../support/LibraryCatalog.ts"
 
@@ -31,76 +31,40 @@ const QUICK_REPLIES = {
 const TAKEN = new Set(FAKE_LIBRARY.map((entry) => entry.name))
 const LIBRARY = [...FAKE_LIBRARY, QUICK_REPLIES, ...makeLibraryCatalog(160, 7).filter((entry) => !TAKEN.has(entry.name as string))]
 
-const sign = (raw: string) => `sha256=${createHmac("sha256", APP_SECRET).update(raw).digest("hex")}`
-
 describe.each(hostBackends)("the template library and sending limits on the reference host ($name)", (backend) => {
-  let env: Record<string, string>
-  let tearDown: () => Promise<void>
+  let chatapp: ChatappHost
   let host: HostProcess
   let graph: FakeGraph
-  let tenant: { id: string; key: string }
-  let other: { id: string; key: string }
+  let tenant: Tenant
+  let other: Tenant
   const channels: Record<"main" | "second" | "limits" | "others", { channel_id: string }> = {} as never
   const NUMBERS = { main: "106540352240001", second: "106540352240002", limits: "106540352240003", others: "106540352240004" }
   const WABAS = { main: "102290129340001", second: "102290129340002", limits: "102290129340003", others: "102290129340004" }
-  const extraHosts: Array<HostProcess> = []
 
   beforeAll(async () => {
-    graph = await startFakeGraph({ accessToken: TOKEN, library: LIBRARY, libraryPageSize: 40 })
-    ;({ env, tearDown } = await backend.setUp())
-    env = {
-      ...env,
-      OMNI_TEST_CLOCK: "manual",
-      OMNI_OUTBOUND_ALLOW: "127.0.0.1/32",
-      OMNI_CHATAPP_GRAPH_URL: graph.url,
-      OMNI_CHATAPP_APP_SECRET: APP_SECRET,
-      OMNI_CHATAPP_VERIFY_TOKEN: "templates-verify-token"
-    }
-    host = await startHost(env)
-    const [boot, second] = await Promise.all([
-      admin(env, "bootstrap", "--email", "owner@example.com"),
-      admin(env, "bootstrap", "--email", "other@example.com")
-    ])
-    tenant = { id: boot.tenant_id, key: boot.api_key }
-    other = { id: second.tenant_id, key: second.api_key }
+    chatapp = await startChatappHost(backend, {
+      accessToken: TOKEN,
+      graph: { library: LIBRARY, libraryPageSize: 40 },
+      appSecret: APP_SECRET,
+      verifyToken: "templates-verify-token"
+    })
+    ;({ host, graph, tenant, other } = chatapp)
     await Promise.all((["main", "second", "limits", "others"] as const).map(async (which) => {
-      channels[which] = await admin(
-        env,
-        "channel", "create", "--tenant", which === "others" ? other.id : tenant.id, "--type", "chatapp",
-        "--phone-number-id", NUMBERS[which], "--business-account-id", WABAS[which], "--access-token", TOKEN
-      )
+      channels[which] = await chatapp.channel(NUMBERS[which], WABAS[which], which === "others" ? other : tenant)
     }))
   })
-  afterAll(async () => {
-    for (const extra of extraHosts) if (extra.child.exitCode === null) await extra.stop()
-    if (host?.child.exitCode === null) await host.stop()
-    await graph?.close()
-    await tearDown?.()
-  })
+  afterAll(() => chatapp?.close())
 
-  const api = (method: string, path: string, body?: unknown, as = tenant, on = host) =>
-    http(on.url, method, `/api/v1${path}`, { token: as.key, body })
+  const api = (method: string, path: string, body?: unknown, as = tenant, on = host) => chatapp.api(method, path, body, as, on)
   const browse = (query: Record<string, string | number>, as = tenant, on = host) =>
     api("GET", `/chatapp-templates/library?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`, undefined, as, on)
   const main = (query: Record<string, string | number> = {}) => browse({ channel_id: channels.main.channel_id, ...query })
   /** The library requests the operator received since `from` (an index into its requests). */
   const libraryRequests = (from = 0) =>
     graph.requests().slice(from).filter((r) => r.method === "GET" && r.path === "/message_template_library")
-  const advance = async (seconds: number, on = host) => {
-    const moved = await http(on.url, "POST", "/_test/clock/advance", { body: { seconds } })
-    expect(moved.status).toBe(200)
-  }
-  const drain = async () => expect((await http(host.url, "POST", "/_test/drain")).status).toBe(200)
-  const webhook = async (body: unknown) => {
-    const raw = JSON.stringify(body)
-    const response = await fetch(`${host.url}/webhooks/chatapp`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw) },
-      body: raw
-    })
-    expect(response.status).toBe(200)
-    await response.arrayBuffer()
-  }
+  const advance = (seconds: number, on = host) => chatapp.advance(seconds, on)
+  const drain = () => chatapp.drain()
+  const webhook = async (body: unknown) => expect((await chatapp.post(body)).status).toBe(200)
 
   describe("browse", () => {
     it("returns entries in the spec's shape, counts matches before the limit and follows the operator's pages", async () => {
@@ -337,9 +301,8 @@ describe.each(hostBackends)("the template library and sending limits on the refe
       expect(graph.libraryCalls() - before).toBe(1)
     })
 
-    it.skipIf(backend.name !== "PostgreSQL")("shares the cache between two processes on one database", async () => {
-      const hostB = await startHost(env)
-      extraHosts.push(hostB)
+    it.skipIf(backend.name !== "PostgreSQL")("shares the cache between two processes on one database (needs PG_URL: two processes on one PostgreSQL)", async () => {
+      const hostB = await chatapp.another()
       // Host B's test clock starts at its own start; set it to host A's time.
       const aNow = Date.parse((await http(host.url, "GET", "/_test/clock")).body.now)
       const bNow = Date.parse((await http(hostB.url, "GET", "/_test/clock")).body.now)
