@@ -28,6 +28,12 @@ export interface TenantRecord {
 export class TenantStore extends Context.Service<TenantStore, {
   /** Stores a new tenant; a taken slug fails with `UniqueViolation` on `tenants_slug_unique`. */
   readonly insert: (tenant: TenantRecord) => Effect.Effect<void, StorageError>
+  /**
+   * Stores a new tenant unless its slug is taken, then `false` and nothing stored, without failing:
+   * so a caller inside a larger transaction can try another slug (on PostgreSQL a failed statement
+   * would abort the whole transaction). Waits for a concurrent insert of the same slug to settle.
+   */
+  readonly insertUnlessSlugTaken: (tenant: TenantRecord) => Effect.Effect<boolean, StorageError>
   readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
   /** Turns SMS on or off for the tenant; `false` when no such tenant exists. */
   readonly setSmsEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>

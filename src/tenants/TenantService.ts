@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { normalizeEmail } from "../kernel/Email.ts"
 import { newId } from "../kernel/Id.ts"
@@ -15,6 +15,9 @@ import type { CreateTenantRequest } from "./Tenant.ts"
 export const TRIAL_DAYS = 14
 
 // Same answer for an unknown account and someone else's, so ids of other accounts cannot be probed.
+/** Fresh slugs tried when others take the chosen one meanwhile. */
+const SLUG_TRIES = 5
+
 const NOT_YOUR_ACCOUNT = "You are not an owner of that billing account"
 
 /**
@@ -103,18 +106,22 @@ export class TenantService extends Context.Service<TenantService, {
             created_at: createdAt,
             updated_at: null
           }
-          yield* tenants.insert(tenant)
-          return tenant
+          if (request.slug !== undefined) {
+            yield* tenants.insert(tenant)
+            return tenant
+          }
+          // A slug another request took since it was chosen: the next free one, without a failed
+          // statement, so a caller's larger transaction (bootstrap) stays usable on PostgreSQL.
+          for (let tries = 0; tries < SLUG_TRIES; tries++) {
+            const candidateTenant = tries === 0 ? tenant : { ...tenant, slug: yield* chooseSlug(request.name, undefined) }
+            if (yield* tenants.insertUnlessSlugTaken(candidateTenant)) return candidateTenant
+          }
+          return yield* new Conflict({ message: "Could not find a free slug for this workspace; give one" })
         }))
 
       return TenantService.of({
         create: Effect.fn("TenantService.create")(function*(owner, request) {
           return yield* createOnce(owner, request).pipe(
-            // Two requests may pick the same free slug at once; the loser tries again with a fresh look.
-            Effect.retry({
-              schedule: Schedule.recurs(3),
-              while: (e) => e._tag === "StorageError" && e.reason === "UniqueViolation" && request.slug === undefined
-            }),
             Effect.catchTag("StorageError", (e): Effect.Effect<never, Conflict | StorageError> =>
               e.reason === "UniqueViolation" && e.constraint === "tenants_slug_unique"
                 ? Effect.fail(new Conflict({ message: `Slug '${request.slug ?? ""}' is already taken` }))

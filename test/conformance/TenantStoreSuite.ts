@@ -90,6 +90,16 @@ export const tenantStoreSuite: Suite<TenantStore | AccountStore, "tenant"> = mak
       expect(await h().stored.tenant(tenant.id)).toEqual(tenant)
     })
 
+    it("inserts unless the slug is taken: true and stored, or false with nothing stored and nothing raised", async () => {
+      const account = await h().run(newBillingAccount)
+      const first = tenantRecord(account.id)
+      expect(await h().run(TenantStore.use((s) => s.insertUnlessSlugTaken(first)))).toBe(true)
+      expect(await h().run(TenantStore.use((s) => s.get(first.id)))).toEqual(Option.some(first))
+      const clash = tenantRecord(account.id, { slug: first.slug })
+      expect(await h().run(TenantStore.use((s) => s.insertUnlessSlugTaken(clash)))).toBe(false)
+      expect(await h().run(TenantStore.use((s) => s.get(clash.id)))).toEqual(Option.none())
+    })
+
     it("reports a slug taken once a tenant holds it, and free before", async () => {
       const { tenant } = await h().run(seedTenant)
       expect(await h().run(TenantStore.use((s) => s.slugTaken(tenant.slug)))).toBe(true)

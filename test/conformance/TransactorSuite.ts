@@ -27,6 +27,7 @@ import {
   inboundPayloadRecord,
   messageRecord,
   outboxEvent,
+  seedTenant,
   tenantRecord,
   userRecord,
   webhookEndpointRecord
@@ -202,6 +203,18 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "attachments"
   ],
   tests: (h) => {
+    it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const clash = tenantRecord(tenant.billing_account_id, { slug: tenant.slug })
+      const retried = tenantRecord(tenant.billing_account_id)
+      const inserted = await h().run(inTransaction(Effect.gen(function*() {
+        const store = yield* TenantStore
+        return [yield* store.insertUnlessSlugTaken(clash), yield* store.insertUnlessSlugTaken(retried)]
+      })))
+      expect(inserted).toEqual([false, true])
+      expect(await h().run(TenantStore.use((s) => s.get(retried.id)))).toEqual(Option.some(retried))
+    })
+
     it("commits the rows every port wrote in one transaction, together", async () => {
       const rows = rowsOfEveryPort()
 

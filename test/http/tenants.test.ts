@@ -121,6 +121,17 @@ describe.each(testDatabases)("POST /tenants on $name", (database) => {
       expect(body.slug).toBe(`cafe-sub-${t}`)
     })
 
+    it("is found for every one of several bootstraps at once, each picking the same next free slug", async () => {
+      // Each bootstrap creates its tenant inside its own transaction: a slug another took meanwhile
+      // must send it to the next one, not abort that transaction (PostgreSQL would).
+      const booted = await Promise.all(Array.from({ length: 6 }, () => bootstrap(test)))
+      expect(new Set(booted.map((boot) => boot.tenant_id)).size).toBe(6)
+      // Each works: its key reaches its own tenant.
+      for (const boot of booted) {
+        expect((await test.call("GET", "/contacts", { token: boot.api_key })).status).toBe(200)
+      }
+    })
+
     it("is numbered when the generated one is taken", async () => {
       const owner = await bootstrap(test)
       const stranger = await bootstrap(test)

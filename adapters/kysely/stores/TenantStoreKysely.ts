@@ -13,6 +13,15 @@ const fromRow = (row: TenantsTable): TenantRecord => ({
   sms_enabled: fromFlag(row.sms_enabled)
 })
 
+const toRow = (tenant: TenantRecord) => ({
+  ...tenant,
+  is_trial: toFlag(tenant.is_trial),
+  is_active: toFlag(tenant.is_active),
+  ai_features_enabled: toFlag(tenant.ai_features_enabled),
+  multi_agent_mode: toFlag(tenant.multi_agent_mode),
+  sms_enabled: toFlag(tenant.sms_enabled)
+})
+
 /** `TenantStore` on Kysely. */
 export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection> = Layer.effect(
   TenantStore,
@@ -20,15 +29,12 @@ export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection>
     const connection = yield* KyselyConnection
     return TenantStore.of({
       insert: (tenant) =>
+        query(connection, (db) => db.insertInto("tenants").values(toRow(tenant)).execute()).pipe(Effect.asVoid),
+      // ON CONFLICT (slug) DO NOTHING: a taken slug inserts nothing and raises nothing.
+      insertUnlessSlugTaken: (tenant) =>
         query(connection, (db) =>
-          db.insertInto("tenants").values({
-            ...tenant,
-            is_trial: toFlag(tenant.is_trial),
-            is_active: toFlag(tenant.is_active),
-            ai_features_enabled: toFlag(tenant.ai_features_enabled),
-            multi_agent_mode: toFlag(tenant.multi_agent_mode),
-            sms_enabled: toFlag(tenant.sms_enabled)
-          }).execute()).pipe(Effect.asVoid),
+          db.insertInto("tenants").values(toRow(tenant)).onConflict((oc) => oc.column("slug").doNothing())
+            .executeTakeFirst()).pipe(Effect.map((result) => Number(result.numInsertedOrUpdatedRows ?? 0n) > 0)),
       get: (tenantId) =>
         query(connection, (db) => db.selectFrom("tenants").selectAll().where("id", "=", tenantId).executeTakeFirst())
           .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
