@@ -42,6 +42,8 @@ import { InboundService } from "../inbound/InboundService.ts"
 import { ChatappHandlers } from "../kernel/ChatappEvents.ts"
 import { randomToken } from "../kernel/Secret.ts"
 import { messageRoutes } from "../messages/MessageRoutes.ts"
+import { attachmentRoutes } from "../attachments/AttachmentRoutes.ts"
+import { MultipartError, MultipartReader } from "../ports/MultipartReader.ts"
 import { MessageService } from "../messages/MessageService.ts"
 import { BlobStore } from "../ports/BlobStore.ts"
 import { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
@@ -64,6 +66,7 @@ export type HostServices =
   | ChatappWebhookSettings
   | BlobStore
   | DownloadLinks
+  | MultipartReader
 
 /** The library's own services. */
 export type CoreServices =
@@ -155,7 +158,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...eventRoutes,
   ...conversationRoutes,
   ...messageRoutes,
-  ...templateRoutes
+  ...templateRoutes,
+  ...attachmentRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
@@ -207,7 +211,17 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly downloads?: { readonly secret?: string; readonly path?: string; readonly ttlSeconds?: number }
   /** Overrides of the inbound processor's batch size, lease and tries. */
   readonly inbound?: Partial<InboundSettings>
+  /**
+   * Reads multipart uploads as streams: `busboyMultipart` from `omnichannel-core/node`. Without one,
+   * `POST /attachments/upload` answers 400.
+   */
+  readonly multipart?: MultipartReader["Service"]
 }
+
+const noMultipart = MultipartReader.of({
+  file: () =>
+    Effect.fail(new MultipartError({ message: "this service reads no multipart bodies (no multipart reader is configured)" }))
+})
 
 const noOutbound: OutboundClient = {
   request: () =>
@@ -309,6 +323,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       ChatappWebhookSettings.of(options.chatappWebhook ?? { appSecret: random(), verifyToken: random() })
     ),
     Layer.succeed(BlobStore, options.blobStore ?? makeMemoryBlobStore()),
+    Layer.succeed(MultipartReader, options.multipart ?? noMultipart),
     Layer.succeed(DownloadLinks, makeDownloadLinks({
       secret: options.downloads?.secret ?? random(),
       publicUrl: publicUrlOf,

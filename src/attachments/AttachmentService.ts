@@ -1,13 +1,16 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { NotFound } from "../kernel/ApiError.ts"
+import { type BadRequest, type InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore.ts"
 import { BlobStore, type BlobStoreError } from "../ports/BlobStore.ts"
+import { MultipartReader } from "../ports/MultipartReader.ts"
 import type { MessageAttachment } from "./Attachment.ts"
 import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
 import { DownloadLinks } from "./DownloadLinks.ts"
+import type { AttachmentDetail, AttachmentRecordWire } from "./Upload.ts"
+import { makeUpload } from "./UploadFlow.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found` })
 
@@ -53,6 +56,14 @@ export class AttachmentService extends Context.Service<AttachmentService, {
   /** Removes a prepared attachment's bytes (its message was a duplicate, or rolled back); never fails. */
   readonly discard: (prepared: PreparedAttachment) => Effect.Effect<void>
   readonly get: (tenantId: string, id: string) => Effect.Effect<AttachmentRecord, NotFound | StorageError>
+  /** `POST /attachments/upload`: a multipart body's `file`, streamed into the blob store and recorded for a later send. */
+  readonly upload: (
+    tenantId: string,
+    body: ReadableStream<Uint8Array> | null,
+    contentType: string
+  ) => Effect.Effect<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError>
+  /** `GET /attachments/{id}`: the record with a signed download link. */
+  readonly detail: (tenantId: string, id: string) => Effect.Effect<AttachmentDetail, NotFound | StorageError>
   /** The attachments of these messages, in creation order. */
   readonly listByMessages: (
     tenantId: string,
@@ -75,6 +86,7 @@ export class AttachmentService extends Context.Service<AttachmentService, {
       const attachments = yield* AttachmentStore
       const blobs = yield* BlobStore
       const links = yield* DownloadLinks
+      const upload = makeUpload({ attachments, blobs, multipart: yield* MultipartReader })
 
       return AttachmentService.of({
         prepareInbound: Effect.fn("AttachmentService.prepareInbound")(function*(file: InboundFile) {
@@ -127,6 +139,25 @@ export class AttachmentService extends Context.Service<AttachmentService, {
         listByMessages: Effect.fn("AttachmentService.listByMessages")(function*(tenantId, messageIds) {
           if (messageIds.length === 0) return []
           return yield* attachments.listByMessages(tenantId, messageIds)
+        }),
+        upload: Effect.fn("AttachmentService.upload")(function*(tenantId, body, contentType) {
+          return yield* upload(tenantId, body, contentType)
+        }),
+        detail: Effect.fn("AttachmentService.detail")(function*(tenantId, id) {
+          const found = yield* attachments.get(tenantId, id)
+          if (Option.isNone(found)) return yield* notFound(id)
+          const record = found.value
+          return {
+            id: record.id,
+            filename: record.filename,
+            content_type: record.content_type,
+            file_size: record.file_size,
+            url: yield* links.sign(record.tenant_id, record.id),
+            direction: record.direction,
+            message_id: record.message_id,
+            conversation_id: record.conversation_id,
+            created_at: record.created_at
+          }
         }),
         toWire: Effect.fn("AttachmentService.toWire")(function*(record: AttachmentRecord) {
           return {

@@ -119,7 +119,7 @@ export const makeApiHandler = <R>(
             )
           )
         )
-        const result = yield* match.route.handle({ principal, params, query, body })
+        const result = yield* match.route.handle({ principal, params, query, body, request })
         if (result instanceof EncodedJson) return text(match.route.response.status, result.text)
         const encoded = yield* Effect.orDie(match.encodeResponse(result))
         const status = match.route.response.statusOf?.(result) ?? match.route.response.status

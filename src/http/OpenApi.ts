@@ -64,6 +64,13 @@ export const makeOpenApiDocument = (
       security: [{ [route.auth.kind === "user" ? "userToken" : "apiKey"]: [] }],
       ...(route.auth.kind === "api_key" ? { "x-required-scopes-any-of": route.auth.scopes } : {}),
       parameters,
+      ...(route.rawBody === undefined ? {} : {
+        requestBody: {
+          required: true,
+          description: route.rawBody.description,
+          content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } }
+        }
+      }),
       ...(route.body === undefined ? {} : {
         // The handler answers an unknown body field with 422 `extra_forbidden`; the document says so.
         requestBody: {

@@ -19,6 +19,8 @@ export interface RouteInput<P, Q, B> {
   readonly params: Readonly<Record<string, string>>
   readonly query: Q
   readonly body: B
+  /** The request itself, for a route that reads a body that is not JSON (a multipart upload) as a stream. */
+  readonly request: Request
 }
 
 /** One operation of the API: its path, who may call it, its wire shapes and its use case. */
@@ -32,6 +34,8 @@ export interface Route<R> {
   readonly auth: AuthRequirement
   readonly query?: WireSchema<unknown> | undefined
   readonly body?: WireSchema<unknown> | undefined
+  /** A body that is not JSON, read by the handler from `request`: documented in OpenAPI as this. */
+  readonly rawBody?: { readonly contentType: string; readonly schema: Readonly<Record<string, unknown>>; readonly description: string } | undefined
   readonly response: {
     readonly status: number
     readonly schema: WireSchema<unknown>
@@ -68,6 +72,7 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
   readonly auth: A
   readonly query?: WireSchema<Q>
   readonly body?: WireSchema<B>
+  readonly rawBody?: Route<R>["rawBody"]
   readonly response: {
     readonly status: number
     readonly schema: WireSchema<O>

@@ -7,6 +7,7 @@ import { makeFileDownloadHandler } from "../../src/attachments/FileDownload.ts"
 import { makeMemoryBlobStore } from "../../src/attachments/MemoryBlobStore.ts"
 import { type AttachmentRecord, AttachmentStore } from "../../src/ports/AttachmentStore.ts"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
+import { MultipartReader } from "../../src/ports/MultipartReader.ts"
 
 const SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 const TENANT = "11111111-1111-4111-8111-111111111111"
@@ -153,7 +154,8 @@ const setUp = async () => {
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(AttachmentStore, memoryAttachmentStore()),
       Layer.succeed(BlobStore, blobs),
-      Layer.succeed(DownloadLinks, links)
+      Layer.succeed(DownloadLinks, links),
+      Layer.succeed(MultipartReader, MultipartReader.of({ file: () => Effect.die("no uploads in these tests") }))
     )),
     Layer.provideMerge(TestClock.layer())
   )

@@ -224,7 +224,11 @@ describe("GET /api/v1/openapi.json", () => {
     for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) {
       expect(operation.parameters).toContainEqual(expect.objectContaining({ name, in: "path", required: true }))
     }
-    if (route.body === undefined) {
+    if (route.rawBody !== undefined) {
+      // A body the handler reads itself (a multipart upload): documented with its own media type.
+      expect(Object.keys(operation.requestBody!.content)).toEqual([route.rawBody.contentType])
+      expect(operation.requestBody!.required).toBe(true)
+    } else if (route.body === undefined) {
       expect(operation.requestBody).toBeUndefined()
     } else {
       const schema = operation.requestBody!.content["application/json"].schema

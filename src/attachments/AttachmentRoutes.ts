@@ -1,0 +1,43 @@
+import { Effect } from "effect"
+import { route } from "../http/Route.ts"
+import { pathId } from "../kernel/Id.ts"
+import { AttachmentService } from "./AttachmentService.ts"
+import { AttachmentDetail, AttachmentRecordWire, MAX_UPLOAD_BYTES } from "./Upload.ts"
+
+/** Every route of the attachments area. */
+export const attachmentRoutes = [
+  route({
+    method: "POST",
+    path: "/attachments/upload",
+    operationId: "uploadAttachment",
+    summary:
+      `Upload a file (multipart field 'file', with a filename; at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB) to send later: its id goes into a message's attachments. Streamed, never held whole; executables and scripts are refused, and bytes must match the declared type`,
+    tag: "Attachments",
+    auth: { kind: "api_key", scopes: ["messages:create"] },
+    rawBody: {
+      contentType: "multipart/form-data",
+      description: "The file in the field `file`; the part must carry a filename",
+      schema: { type: "object", required: ["file"], properties: { file: { type: "string", format: "binary" } } }
+    },
+    response: { status: 201, schema: AttachmentRecordWire, description: "The attachment record" },
+    errors: [400, 422],
+    handle: ({ principal, request }) =>
+      Effect.flatMap(AttachmentService, (service) =>
+        service.upload(principal.tenantId, request.body, request.headers.get("content-type") ?? ""))
+  }),
+  route({
+    method: "GET",
+    path: "/attachments/{attachment_id}",
+    operationId: "getAttachment",
+    summary: "Get an attachment of the tenant with a signed download link that expires (fetch it again for a fresh one)",
+    tag: "Attachments",
+    auth: { kind: "api_key", scopes: ["messages:read"] },
+    response: { status: 200, schema: AttachmentDetail, description: "The attachment" },
+    errors: [404],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* pathId(params, "attachment_id", "Attachment")
+        return yield* (yield* AttachmentService).detail(principal.tenantId, id)
+      })
+  })
+]

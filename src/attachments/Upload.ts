@@ -1,0 +1,94 @@
+import { Schema } from "effect"
+
+/** Largest file the service takes, by upload or from a URL: 50 MB (the spec's Limits). */
+export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+/** The spec's words for a file over the limit. */
+export const TOO_LARGE_TEXT = `File too large. Maximum size is ${(MAX_UPLOAD_BYTES / 1024 / 1024).toFixed(1)}MB`
+
+/** Bytes read of a file to tell its type by its magic numbers (what file-type looks at). */
+export const HEAD_BYTES = 4100
+
+/**
+ * Extensions of programs and scripts a recipient's machine or a server could run: refused wherever
+ * they appear after the first dot of a name (`invoice.pdf.exe`, `report.exe.pdf`), in any case.
+ */
+export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
+  "exe", "bat", "cmd", "com", "scr", "pif", "msi", "msp", "mst", "msix", "appx", "dll", "cpl", "sys", "drv",
+  "vbs", "vbe", "vb", "js", "jse", "mjs", "cjs", "wsf", "wsh", "ws", "wsc", "hta", "reg", "lnk", "msc", "scf",
+  "inf", "gadget", "application", "appref-ms", "xbap", "ps1", "psm1", "psd1", "ps1xml", "sh", "bash", "zsh",
+  "csh", "ksh", "fish", "command", "run", "php", "php3", "php4", "php5", "php7", "phtml", "phar", "py", "pyc",
+  "pyw", "pl", "cgi", "rb", "jsp", "jspx", "asp", "aspx", "ashx", "jar", "war", "apk", "ipa", "app", "deb",
+  "rpm", "so", "dylib", "elf", "class"
+])
+
+/** The first extension of `filename` on the blocklist, from the end, or null. */
+export const blockedExtension = (filename: string): string | null => {
+  const parts = filename.trim().split(".").slice(1).reverse()
+  return parts.find((part) => BLOCKED_EXTENSIONS.has(part.trim().toLowerCase())) ?? null
+}
+
+/**
+ * A pass-through of `source` that counts its bytes, keeps its first `HEAD_BYTES`, and errors once
+ * more than `maxBytes` went through, cancelling the source (so the rest of a request is not read).
+ * `state` tells afterwards why it errored: too large, or the source itself failed (a body cut off).
+ */
+export const meteredStream = (source: ReadableStream<Uint8Array>, maxBytes: number) => {
+  const state = { bytes: 0, tooLarge: false, sourceFailed: false, head: new Uint8Array(0) }
+  const reader = source.getReader()
+  const stream = new ReadableStream<Uint8Array>({
+    pull: async (controller) => {
+      let next: ReadableStreamReadResult<Uint8Array>
+      try {
+        next = await reader.read()
+      } catch (error) {
+        state.sourceFailed = true
+        controller.error(error)
+        return
+      }
+      if (next.done) {
+        controller.close()
+        return
+      }
+      const chunk = next.value
+      state.bytes += chunk.byteLength
+      if (state.bytes > maxBytes) {
+        state.tooLarge = true
+        controller.error(new Error(TOO_LARGE_TEXT))
+        await reader.cancel(TOO_LARGE_TEXT).catch(() => undefined)
+        return
+      }
+      if (state.head.byteLength < HEAD_BYTES) {
+        const head = new Uint8Array(Math.min(HEAD_BYTES, state.head.byteLength + chunk.byteLength))
+        head.set(state.head)
+        head.set(chunk.subarray(0, head.byteLength - state.head.byteLength), state.head.byteLength)
+        state.head = head
+      }
+      controller.enqueue(chunk)
+    },
+    cancel: (reason) => reader.cancel(reason)
+  })
+  return { stream, state }
+}
+
+/** The spec's Attachment record: what both upload endpoints answer. */
+export const AttachmentRecordWire = Schema.Struct({
+  id: Schema.String,
+  filename: Schema.String,
+  content_type: Schema.String,
+  file_size: Schema.Int
+})
+/** The spec's Attachment record. */
+export type AttachmentRecordWire = typeof AttachmentRecordWire.Type
+
+/** `GET /attachments/{id}`: the record, where it belongs, and a signed download link that expires. */
+export const AttachmentDetail = Schema.Struct({
+  ...AttachmentRecordWire.fields,
+  url: Schema.String,
+  direction: Schema.Literals(["inbound", "outbound"]),
+  message_id: Schema.NullOr(Schema.String),
+  conversation_id: Schema.NullOr(Schema.String),
+  created_at: Schema.String
+})
+/** `GET /attachments/{id}`. */
+export type AttachmentDetail = typeof AttachmentDetail.Type

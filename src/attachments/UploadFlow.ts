@@ -1,0 +1,81 @@
+import { Effect, Option } from "effect"
+import { BadRequest, InvalidRequest } from "../kernel/ApiError.ts"
+import { newId } from "../kernel/Id.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import type { AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore.ts"
+import type { BlobStore } from "../ports/BlobStore.ts"
+import type { MultipartReader } from "../ports/MultipartReader.ts"
+import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
+import { type AttachmentRecordWire, blockedExtension, MAX_UPLOAD_BYTES, meteredStream, TOO_LARGE_TEXT } from "./Upload.ts"
+
+/** The multipart field an upload's file travels in. */
+export const UPLOAD_FIELD = "file"
+
+/** What an upload needs. */
+export interface UploadDeps {
+  readonly attachments: AttachmentStore["Service"]
+  readonly blobs: BlobStore["Service"]
+  readonly multipart: MultipartReader["Service"]
+}
+
+/**
+ * `POST /attachments/upload`: the multipart field `file` streamed into the blob store as it arrives
+ * (never whole in memory), refused with the spec's words when it has no filename, a blocked
+ * extension, more than 50 MB (reading stops at the byte past it) or bytes of another type than
+ * declared; refused bytes are removed. The record waits for a message to carry it.
+ */
+export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
+  Effect.fnUntraced(function*(
+    tenantId: string,
+    body: ReadableStream<Uint8Array> | null,
+    contentType: string
+  ): Effect.fn.Return<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError> {
+    if (body === null || !/^multipart\/form-data\s*;/i.test(contentType)) {
+      return yield* new BadRequest({ message: `Send the file as multipart/form-data in a field named '${UPLOAD_FIELD}'` })
+    }
+    const found = yield* multipart.file(body, contentType, { field: UPLOAD_FIELD, maxBytes: MAX_UPLOAD_BYTES }).pipe(
+      Effect.mapError((error) => new BadRequest({ message: `The multipart body could not be read: ${error.message}` }))
+    )
+    if (Option.isNone(found)) return yield* InvalidRequest.single(["body", UPLOAD_FIELD], "Field required", "missing")
+    const file = found.value
+    const refuse = (message: string) =>
+      Effect.andThen(Effect.promise(() => file.bytes.cancel().catch(() => undefined)), Effect.fail(new BadRequest({ message })))
+    if (file.filename === null || file.filename.trim() === "") return yield* refuse("No filename provided")
+    const blocked = blockedExtension(file.filename)
+    if (blocked !== null) return yield* refuse(`File extension '.${blocked}' is not allowed`)
+
+    const id = yield* newId
+    const blobKey = `${tenantId}/${id}`
+    const removeBytes = blobs.delete(blobKey).pipe(Effect.ignore)
+    const metered = meteredStream(file.bytes, MAX_UPLOAD_BYTES)
+    const written = yield* Effect.result(blobs.put(blobKey, metered.stream))
+    if (written._tag === "Failure") {
+      yield* removeBytes
+      if (metered.state.tooLarge) return yield* new BadRequest({ message: TOO_LARGE_TEXT })
+      if (metered.state.sourceFailed) return yield* new BadRequest({ message: "The upload broke off before the end of the file" })
+      // The store failed: nothing is kept, and the failure is the service's.
+      return yield* Effect.die(written.failure)
+    }
+    const checked = yield* detectContentType(metered.state.head, file.contentType)
+    if (!checked.matches) {
+      yield* removeBytes
+      return yield* new BadRequest({ message: `File content doesn't match claimed type '${file.contentType ?? ""}'` })
+    }
+    const record: AttachmentRecord = {
+      id,
+      tenant_id: tenantId,
+      message_id: null,
+      conversation_id: null,
+      direction: "outbound",
+      origin: "upload",
+      filename: safeFilename(file.filename, `upload-${id.slice(0, 8)}.${extensionFor(checked.contentType)}`),
+      content_type: checked.contentType,
+      file_size: written.success.size,
+      blob_key: blobKey,
+      external_id: null,
+      created_at: yield* now
+    }
+    yield* attachments.insert(record).pipe(Effect.tapError(() => removeBytes))
+    return { id, filename: record.filename, content_type: record.content_type, file_size: record.file_size }
+  })
