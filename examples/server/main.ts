@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
 import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
-import { makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
+import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { readConfig } from "./Config.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
 import { fileOptions, operatorOptions } from "./Operator.ts"
@@ -35,6 +35,7 @@ const main = async () => {
     clock: clock?.clock,
     ...operatorOptions(config, outbound),
     blobStore: makeFileBlobStore(files.filesDir),
+    multipart: busboyMultipart,
     downloads: files.downloads,
     outbound,
     signer: nodeHmacSigner,
