@@ -1,4 +1,7 @@
 import { readdirSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { Readable } from "node:stream"
+import type { ReadableStream as NodeReadableStream } from "node:stream/web"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin, type HostProcess, startHost } from "../support/Host.ts"
@@ -138,9 +141,24 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
 
   it("stops reading a file at the byte past 50 MB and keeps nothing of it", async () => {
     const before = keptFiles().length
+    // A client that reads the answer while it is still sending (as curl does), over node:http: the
+    // host answers early and closes, so writes after that fail, which such a client ignores.
     const big = lazyUpload("video.mp4", "video/mp4", PDF, 200 * MB)
-    expect(await upload(big)).toEqual({ status: 400, body: { detail: "File too large. Maximum size is 50.0MB" } })
-    // The host stopped reading: far less than the 200 MB offered was pulled from the client.
+    const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const request = httpRequest(`${host.url}/api/v1/attachments/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tenant.key}`, "content-type": big.contentType }
+      }, (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }))
+        response.on("error", reject)
+      })
+      request.on("error", () => undefined)
+      Readable.fromWeb(big.body as NodeReadableStream<Uint8Array>).on("error", () => undefined).pipe(request)
+    })
+    expect(answer).toEqual({ status: 400, body: { detail: "File too large. Maximum size is 50.0MB" } })
+    // The host stopped reading: far less than the 200 MB offered was taken from the client.
     expect(big.sentBytes()).toBeLessThan(120 * MB)
     expect(keptFiles().length).toBe(before)
   })
