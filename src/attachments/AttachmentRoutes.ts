@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { route } from "../http/Route.ts"
 import { pathId } from "../kernel/Id.ts"
 import { AttachmentService } from "./AttachmentService.ts"
-import { AttachmentDetail, AttachmentRecordWire, MAX_UPLOAD_BYTES } from "./Upload.ts"
+import { AttachmentDetail, AttachmentRecordWire, FromUrlRequest, MAX_UPLOAD_BYTES, URL_FETCH_TYPES } from "./Upload.ts"
 
 /** Every route of the attachments area. */
 export const attachmentRoutes = [
@@ -24,6 +24,19 @@ export const attachmentRoutes = [
     handle: ({ principal, request }) =>
       Effect.flatMap(AttachmentService, (service) =>
         service.upload(principal.tenantId, request.body, request.headers.get("content-type") ?? ""))
+  }),
+  route({
+    method: "POST",
+    path: "/attachments/from-url",
+    operationId: "attachmentFromUrl",
+    summary:
+      `Fetch a file from a public http(s) URL to send later (no redirects followed, 30 s, at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; types: ${URL_FETCH_TYPES.join(", ")}). filename defaults to the URL's last path segment`,
+    tag: "Attachments",
+    auth: { kind: "api_key", scopes: ["messages:create"] },
+    body: FromUrlRequest,
+    response: { status: 201, schema: AttachmentRecordWire, description: "The attachment record" },
+    errors: [400, 413, 415, 422],
+    handle: ({ principal, body }) => Effect.flatMap(AttachmentService, (service) => service.fromUrl(principal.tenantId, body))
   }),
   route({
     method: "GET",

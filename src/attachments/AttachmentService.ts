@@ -1,15 +1,17 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { type BadRequest, type InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { type BadRequest, type FailedWithBody, type InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore.ts"
 import { BlobStore, type BlobStoreError } from "../ports/BlobStore.ts"
 import { MultipartReader } from "../ports/MultipartReader.ts"
+import { OutboundHttp } from "../ports/OutboundHttp.ts"
 import type { MessageAttachment } from "./Attachment.ts"
 import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
 import { DownloadLinks } from "./DownloadLinks.ts"
-import type { AttachmentDetail, AttachmentRecordWire } from "./Upload.ts"
+import { makeFromUrl } from "./FromUrlFlow.ts"
+import type { AttachmentDetail, AttachmentRecordWire, FromUrlRequest } from "./Upload.ts"
 import { makeUpload } from "./UploadFlow.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found` })
@@ -62,6 +64,11 @@ export class AttachmentService extends Context.Service<AttachmentService, {
     body: ReadableStream<Uint8Array> | null,
     contentType: string
   ) => Effect.Effect<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError>
+  /** `POST /attachments/from-url`: a public URL's file fetched by the guarded client, streamed into the blob store. */
+  readonly fromUrl: (
+    tenantId: string,
+    request: FromUrlRequest
+  ) => Effect.Effect<AttachmentRecordWire, BadRequest | FailedWithBody | StorageError>
   /** `GET /attachments/{id}`: the record with a signed download link. */
   readonly detail: (tenantId: string, id: string) => Effect.Effect<AttachmentDetail, NotFound | StorageError>
   /** The attachments of these messages, in creation order. */
@@ -87,6 +94,7 @@ export class AttachmentService extends Context.Service<AttachmentService, {
       const blobs = yield* BlobStore
       const links = yield* DownloadLinks
       const upload = makeUpload({ attachments, blobs, multipart: yield* MultipartReader })
+      const fromUrl = makeFromUrl({ attachments, blobs, outbound: yield* OutboundHttp })
 
       return AttachmentService.of({
         prepareInbound: Effect.fn("AttachmentService.prepareInbound")(function*(file: InboundFile) {
@@ -142,6 +150,9 @@ export class AttachmentService extends Context.Service<AttachmentService, {
         }),
         upload: Effect.fn("AttachmentService.upload")(function*(tenantId, body, contentType) {
           return yield* upload(tenantId, body, contentType)
+        }),
+        fromUrl: Effect.fn("AttachmentService.fromUrl")(function*(tenantId, request) {
+          return yield* fromUrl(tenantId, request)
         }),
         detail: Effect.fn("AttachmentService.detail")(function*(tenantId, id) {
           const found = yield* attachments.get(tenantId, id)

@@ -33,6 +33,12 @@ const essenceOf = (contentType: string): string | null => {
 
 const canonical = (essence: string) => ALIASES[essence] ?? essence
 
+/** A media type without parameters, lower-cased and under its usual name (`Image/JPG; q=1` → `image/jpeg`), or null when malformed. */
+export const canonicalType = (contentType: string): string | null => {
+  const essence = essenceOf(contentType)
+  return essence === null ? null : canonical(essence)
+}
+
 // Types that file-type cannot recognise by magic bytes but are safe to keep as declared.
 const isTextLike = (essence: string) =>
   essence.startsWith("text/") || essence === "application/json" || /^application\/[^/]+\+json$/.test(essence)

@@ -34,7 +34,7 @@ export const blockedExtension = (filename: string): string | null => {
  * `state` tells afterwards why it errored: too large, or the source itself failed (a body cut off).
  */
 export const meteredStream = (source: ReadableStream<Uint8Array>, maxBytes: number) => {
-  const state = { bytes: 0, tooLarge: false, sourceFailed: false, head: new Uint8Array(0) }
+  const state = { bytes: 0, tooLarge: false, sourceFailed: false, sourceError: undefined as unknown, head: new Uint8Array(0) }
   const reader = source.getReader()
   const stream = new ReadableStream<Uint8Array>({
     pull: async (controller) => {
@@ -43,6 +43,7 @@ export const meteredStream = (source: ReadableStream<Uint8Array>, maxBytes: numb
         next = await reader.read()
       } catch (error) {
         state.sourceFailed = true
+        state.sourceError = error
         controller.error(error)
         return
       }
@@ -70,6 +71,34 @@ export const meteredStream = (source: ReadableStream<Uint8Array>, maxBytes: numb
   })
   return { stream, state }
 }
+
+/** The types `POST /attachments/from-url` takes (the spec's URL-fetch allowlist). */
+export const URL_FETCH_TYPES: ReadonlyArray<string> = [
+  "application/pdf",
+  "audio/mp4",
+  "audio/mpeg",
+  "audio/ogg",
+  "audio/wav",
+  "audio/x-wav",
+  "image/gif",
+  "image/jpeg",
+  "image/png",
+  "image/webp",
+  "video/mp4",
+  "video/quicktime",
+  "video/webm"
+]
+
+/** How long a from-url fetch may take, body included: 30 s (the spec's Limits). */
+export const URL_FETCH_TIMEOUT_MS = 30_000
+
+/** Body of `POST /attachments/from-url`. */
+export const FromUrlRequest = Schema.Struct({
+  url: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(8192)),
+  filename: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024)))
+})
+/** Body of `POST /attachments/from-url`. */
+export type FromUrlRequest = typeof FromUrlRequest.Type
 
 /** The spec's Attachment record: what both upload endpoints answer. */
 export const AttachmentRecordWire = Schema.Struct({

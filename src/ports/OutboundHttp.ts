@@ -22,6 +22,17 @@ export interface OutboundResponse {
 }
 
 /**
+ * An answer whose body is still arriving (`stream`): read the body or cancel it, which ends the
+ * exchange. The body errors with an `OutboundError` when the exchange fails midway (`TooLarge` past
+ * `maxResponseBytes`, `Timeout`, `Connection`).
+ */
+export interface OutboundStreamed {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: ReadableStream<Uint8Array>
+}
+
+/**
  * An outbound request failed before a complete answer: `UrlNotAllowed` (not http(s), or an
  * address that is private, loopback, link-local or otherwise not public, unless allowed, or a
  * name that does not resolve), `Timeout`, `Connection` (refused, reset, TLS), `TooLarge`.
@@ -49,21 +60,40 @@ export type OutboundSend = (
 export class OutboundHttp extends Context.Service<OutboundHttp, {
   readonly request: (request: OutboundRequest) => Effect.Effect<OutboundResponse, OutboundError>
   readonly send: OutboundSend
+  /**
+   * The same request answered as soon as its status and headers arrive, the body streamed (a large
+   * download never held whole). A declared `Content-Length` over `maxResponseBytes` fails at once
+   * with `TooLarge`; `timeoutMs` bounds the whole exchange, body included.
+   */
+  readonly stream: (request: OutboundRequest) => Effect.Effect<OutboundStreamed, OutboundError>
 }>()("omnichannel-core/ports/OutboundHttp") {}
 
-/** An outbound client as a host may hand one over: `send` is optional. */
+/** An outbound client as a host may hand one over: `send` and `stream` are optional. */
 export interface OutboundClient {
   readonly request: OutboundHttp["Service"]["request"]
   readonly send?: OutboundSend
+  readonly stream?: OutboundHttp["Service"]["stream"]
 }
 
 /**
- * `client` as the port's service: a client without `send` gets one that runs its `request`, so a
- * custom client only has to write `request`.
+ * `client` as the port's service: a client without `send` gets one that runs its `request`, and one
+ * without `stream` gets its `request`'s whole answer as a stream, so a custom client only has to
+ * write `request`.
  */
 export const outboundHttpOf = (client: OutboundClient): OutboundHttp["Service"] =>
   OutboundHttp.of({
     request: client.request,
+    stream: client.stream ?? ((request) =>
+      Effect.map(client.request(request), (response) => ({
+        status: response.status,
+        headers: response.headers,
+        body: new ReadableStream<Uint8Array>({
+          start: (controller) => {
+            if (response.body.byteLength > 0) controller.enqueue(response.body)
+            controller.close()
+          }
+        })
+      }))),
     send: client.send ?? ((request, done) => {
       // The fiber's own exit is the request's, caught: a runtime reports a fiber that fails unobserved.
       const fiber = Effect.runFork(Effect.exit(client.request(request)))

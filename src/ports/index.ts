@@ -18,7 +18,8 @@ export {
   outboundHttpOf,
   type OutboundRequest,
   type OutboundResponse,
-  type OutboundSend
+  type OutboundSend,
+  type OutboundStreamed
 } from "./OutboundHttp.ts"
 export { WebhookEndpointStore, type WebhookEndpointRecord } from "./WebhookEndpointStore.ts"
 export { type Notification, Notifier } from "./Notifier.ts"

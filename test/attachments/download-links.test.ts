@@ -8,6 +8,7 @@ import { makeMemoryBlobStore } from "../../src/attachments/MemoryBlobStore.ts"
 import { type AttachmentRecord, AttachmentStore } from "../../src/ports/AttachmentStore.ts"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
 import { MultipartReader } from "../../src/ports/MultipartReader.ts"
+import { OutboundHttp, outboundHttpOf } from "../../src/ports/OutboundHttp.ts"
 
 const SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 const TENANT = "11111111-1111-4111-8111-111111111111"
@@ -155,7 +156,8 @@ const setUp = async () => {
       Layer.succeed(AttachmentStore, memoryAttachmentStore()),
       Layer.succeed(BlobStore, blobs),
       Layer.succeed(DownloadLinks, links),
-      Layer.succeed(MultipartReader, MultipartReader.of({ file: () => Effect.die("no uploads in these tests") }))
+      Layer.succeed(MultipartReader, MultipartReader.of({ file: () => Effect.die("no uploads in these tests") })),
+      Layer.succeed(OutboundHttp, outboundHttpOf({ request: () => Effect.die("no fetches in these tests") }))
     )),
     Layer.provideMerge(TestClock.layer())
   )
