@@ -22,7 +22,11 @@ const ALIASES: Readonly<Record<string, string>> = {
   "audio/mp3": "audio/mpeg",
   "audio/x-wav": "audio/wav",
   "audio/wave": "audio/wav",
-  "application/x-zip-compressed": "application/zip"
+  "application/x-zip-compressed": "application/zip",
+  // What file-type names some formats, for types senders declare by their family.
+  "audio/x-m4a": "audio/mp4",
+  "video/x-m4v": "video/mp4",
+  "image/apng": "image/png"
 }
 
 /** The media type without parameters, lower-cased (`Audio/OGG; codecs=opus` → `audio/ogg`), or null when malformed. */

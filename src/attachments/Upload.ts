@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { safeFilename } from "./ContentCheck.ts"
 
 /** Largest file the service takes, by upload or from a URL: 50 MB (the spec's Limits). */
 export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -22,11 +23,18 @@ export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
   "rpm", "so", "dylib", "elf", "class"
 ])
 
-/** The first extension of `filename` on the blocklist, from the end, or null. */
-export const blockedExtension = (filename: string): string | null => {
+const blockedIn = (filename: string): string | null => {
   const parts = filename.trim().split(".").slice(1).reverse()
   return parts.find((part) => BLOCKED_EXTENSIONS.has(part.trim().toLowerCase())) ?? null
 }
+
+/**
+ * The first extension of `filename` on the blocklist, from the end, or null; looked for in the name
+ * as given and as it would be stored (`safeFilename` removes characters, so `invoice.ex\u200Be`
+ * would be stored as `invoice.exe`).
+ */
+export const blockedExtension = (filename: string): string | null =>
+  blockedIn(filename) ?? blockedIn(safeFilename(filename, "file"))
 
 /**
  * A pass-through of `source` that counts its bytes, keeps its first `HEAD_BYTES`, and errors once
