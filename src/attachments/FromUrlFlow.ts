@@ -12,7 +12,7 @@ import {
   blockedExtension,
   type FromUrlRequest,
   MAX_UPLOAD_BYTES,
-  meteredStream,
+  streamIntoStore,
   URL_FETCH_TIMEOUT_MS,
   URL_FETCH_TYPES
 } from "./Upload.ts"
@@ -87,25 +87,20 @@ export const makeFromUrl = ({ attachments, blobs, outbound }: FromUrlDeps) =>
 
     const id = yield* newId
     const blobKey = `${tenantId}/${id}`
-    const removeBytes = blobs.delete(blobKey).pipe(Effect.ignore)
-    const metered = meteredStream(response.body, MAX_UPLOAD_BYTES)
-    const written = yield* Effect.result(blobs.put(blobKey, metered.stream))
-    if (written._tag === "Failure") {
-      yield* removeBytes
-      const cause = metered.state.sourceError
-      if (metered.state.tooLarge || (cause instanceof OutboundError && cause.reason === "TooLarge")) return yield* tooLarge()
-      if (metered.state.sourceFailed) return yield* refused("Failed to fetch URL")
-      return yield* Effect.die(written.failure)
+    const stored = yield* streamIntoStore(blobs, blobKey, response.body)
+    if (stored._tag === "TooLarge") return yield* tooLarge()
+    if (stored._tag === "SourceFailed") {
+      return yield* stored.error instanceof OutboundError && stored.error.reason === "TooLarge" ? tooLarge() : refused("Failed to fetch URL")
     }
-    if (written.success.size === 0) {
-      yield* removeBytes
+    if (stored.size === 0) {
+      yield* stored.remove
       return yield* refused("Source URL returned an empty body")
     }
     // The bytes must be of an allowed type too: a server may call anything an image.
-    const checked = yield* detectContentType(metered.state.head, declared)
+    const checked = yield* detectContentType(stored.head, declared)
     const actualType = canonicalType(checked.contentType)
     if (actualType === null || !ALLOWED.has(actualType)) {
-      yield* removeBytes
+      yield* stored.remove
       return yield* unsupported()
     }
     const fallback = `download-${id.slice(0, 8)}.${extensionFor(checked.contentType)}`
@@ -118,11 +113,11 @@ export const makeFromUrl = ({ attachments, blobs, outbound }: FromUrlDeps) =>
       origin: "url",
       filename: name === null ? fallback : safeFilename(name, fallback),
       content_type: checked.contentType,
-      file_size: written.success.size,
+      file_size: stored.size,
       blob_key: blobKey,
       external_id: null,
       created_at: yield* now
     }
-    yield* attachments.insert(record).pipe(Effect.tapError(() => removeBytes))
+    yield* attachments.insert(record).pipe(Effect.tapError(() => stored.remove))
     return { id, filename: record.filename, content_type: record.content_type, file_size: record.file_size }
   })

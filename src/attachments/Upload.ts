@@ -1,4 +1,5 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import type { BlobStore } from "../ports/BlobStore.ts"
 import { safeFilename } from "./ContentCheck.ts"
 
 /** Largest file the service takes, by upload or from a URL: 50 MB (the spec's Limits). */
@@ -79,6 +80,31 @@ export const meteredStream = (source: ReadableStream<Uint8Array>, maxBytes: numb
   })
   return { stream, state }
 }
+
+/** How streaming a file into the blob store ended; on anything but `Stored` nothing is kept. */
+export type StreamedFile =
+  | { readonly _tag: "Stored"; readonly size: number; readonly head: Uint8Array; readonly remove: Effect.Effect<void> }
+  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "SourceFailed"; readonly error: unknown }
+
+/**
+ * Streams `source` into the blob store under `blobKey` through the meter (at most `MAX_UPLOAD_BYTES`).
+ * A source past the cap or one that breaks off leaves nothing stored; a failing store is the
+ * service's fault (a defect). `remove` takes the stored bytes back, for a later refusal.
+ */
+export const streamIntoStore = (blobs: BlobStore["Service"], blobKey: string, source: ReadableStream<Uint8Array>) =>
+  Effect.gen(function*() {
+    const remove = blobs.delete(blobKey).pipe(Effect.ignore)
+    const metered = meteredStream(source, MAX_UPLOAD_BYTES)
+    const written = yield* Effect.result(blobs.put(blobKey, metered.stream))
+    if (written._tag === "Success") {
+      return { _tag: "Stored", size: written.success.size, head: metered.state.head, remove } as StreamedFile
+    }
+    yield* remove
+    if (metered.state.tooLarge) return { _tag: "TooLarge" } as StreamedFile
+    if (metered.state.sourceFailed) return { _tag: "SourceFailed", error: metered.state.sourceError } as StreamedFile
+    return yield* Effect.die(written.failure)
+  })
 
 /** The types `POST /attachments/from-url` takes (the spec's URL-fetch allowlist). */
 export const URL_FETCH_TYPES: ReadonlyArray<string> = [

@@ -7,7 +7,7 @@ import type { AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore
 import type { BlobStore } from "../ports/BlobStore.ts"
 import type { MultipartReader } from "../ports/MultipartReader.ts"
 import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
-import { type AttachmentRecordWire, blockedExtension, MAX_UPLOAD_BYTES, meteredStream, TOO_LARGE_TEXT } from "./Upload.ts"
+import { type AttachmentRecordWire, blockedExtension, MAX_UPLOAD_BYTES, streamIntoStore, TOO_LARGE_TEXT } from "./Upload.ts"
 
 /** The multipart field an upload's file travels in. */
 export const UPLOAD_FIELD = "file"
@@ -47,19 +47,12 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
 
     const id = yield* newId
     const blobKey = `${tenantId}/${id}`
-    const removeBytes = blobs.delete(blobKey).pipe(Effect.ignore)
-    const metered = meteredStream(file.bytes, MAX_UPLOAD_BYTES)
-    const written = yield* Effect.result(blobs.put(blobKey, metered.stream))
-    if (written._tag === "Failure") {
-      yield* removeBytes
-      if (metered.state.tooLarge) return yield* new BadRequest({ message: TOO_LARGE_TEXT })
-      if (metered.state.sourceFailed) return yield* new BadRequest({ message: "The upload broke off before the end of the file" })
-      // The store failed: nothing is kept, and the failure is the service's.
-      return yield* Effect.die(written.failure)
-    }
-    const checked = yield* detectContentType(metered.state.head, file.contentType)
+    const stored = yield* streamIntoStore(blobs, blobKey, file.bytes)
+    if (stored._tag === "TooLarge") return yield* new BadRequest({ message: TOO_LARGE_TEXT })
+    if (stored._tag === "SourceFailed") return yield* new BadRequest({ message: "The upload broke off before the end of the file" })
+    const checked = yield* detectContentType(stored.head, file.contentType)
     if (!checked.matches) {
-      yield* removeBytes
+      yield* stored.remove
       return yield* new BadRequest({ message: `File content doesn't match claimed type '${file.contentType ?? ""}'` })
     }
     const record: AttachmentRecord = {
@@ -71,11 +64,11 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
       origin: "upload",
       filename: safeFilename(file.filename, `upload-${id.slice(0, 8)}.${extensionFor(checked.contentType)}`),
       content_type: checked.contentType,
-      file_size: written.success.size,
+      file_size: stored.size,
       blob_key: blobKey,
       external_id: null,
       created_at: yield* now
     }
-    yield* attachments.insert(record).pipe(Effect.tapError(() => removeBytes))
+    yield* attachments.insert(record).pipe(Effect.tapError(() => stored.remove))
     return { id, filename: record.filename, content_type: record.content_type, file_size: record.file_size }
   })
