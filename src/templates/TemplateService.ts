@@ -14,7 +14,7 @@ import { ChatPlatform, type ChatappCredentials, type ChatPlatformError, type Lib
 import { type TemplateFilter, TemplateStore } from "../ports/TemplateStore.ts"
 import { normalTemplateName } from "./Adoption.ts"
 import { makeAdoption, refused, statusOf } from "./AdoptionFlow.ts"
-import type { LibraryBrowseResponse, LibraryEntry } from "./LibraryEntry.ts"
+import type { LibraryBrowseResponse } from "./LibraryEntry.ts"
 import { type AdoptRequest, type AdoptResponse, type SendTemplateRequest, type Template, toTemplate } from "./Template.ts"
 import { TemplateLibraryService } from "./TemplateLibraryService.ts"
 import { placeholdersOf, sendComponentsOf } from "./TemplateParameters.ts"
@@ -154,14 +154,22 @@ export class TemplateService extends Context.Service<TemplateService, {
           error._tag === "ChatPlatformError" ? libraryFailure(error) : error
         ))
         const keys = new Set(names.map((t) => `${t.name}\n${t.language}`))
-        return { copy, added: (entry: LibraryEntry) => keys.has(`${entry.name}\n${entry.language}`) }
+        return {
+          copy,
+          added: (entry: { readonly name: string; readonly language: string }) => keys.has(`${entry.name}\n${entry.language}`)
+        }
       })
 
       return TemplateService.of({
         browse: Effect.fn("TemplateService.browse")(function*(tenantId, request) {
           const { copy, added } = yield* browseCopy(tenantId, request)
           return {
-            items: copy.entries.slice(0, request.limit).map((entry) => ({ ...entry, already_added: added(entry) })),
+            // Fields in the schema's order, as the API writes them.
+            items: copy.entries.slice(0, request.limit).map(({ requires_input: requiresInput, ...entry }) => ({
+              ...entry,
+              already_added: added(entry),
+              requires_input: requiresInput
+            })),
             total: copy.entries.length,
             facets: copy.facets,
             language: request.language?.trim() || null,
