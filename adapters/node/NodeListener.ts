@@ -41,14 +41,32 @@ export const writeResponse = async (response: Response, res: ServerResponse): Pr
   await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res)
 }
 
+/** A request body the handler left unread is read to its end when it declares at most this many bytes. */
+const DRAIN_LIMIT_BYTES = 1024 * 1024
+
+/**
+ * What becomes of a body the handler left unread (a request refused before its body mattered: a
+ * 401, a 403, a refused upload). A small one with a declared length is read to its end and thrown
+ * away, so the client finishes sending, reads the answer and keeps the connection; a client cut off
+ * mid-send may see its write fail before it reads the answer. A large or unannounced one is not
+ * read: the connection closes after the answer, so a refused 100 MB upload costs little.
+ */
+const leaveUnreadBody = (req: IncomingMessage, res: ServerResponse, body: ReadableStream<Uint8Array> | null) => {
+  const declared = Number(req.headers["content-length"])
+  if (body !== null && !body.locked && Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES) {
+    body.pipeTo(new WritableStream()).catch(() => undefined)
+    return
+  }
+  res.shouldKeepAlive = false
+}
+
 /** A Node `request` listener serving `handler`; a handler that throws is answered 500. */
 export const toNodeListener = (handler: FetchHandler, origin = "http://localhost") =>
 (req: IncomingMessage, res: ServerResponse): void => {
-  handler(toRequest(req, origin))
+  const request = toRequest(req, origin)
+  handler(request)
     .then((response) => {
-      // A request body the handler left unread (a refused upload) is not drained to keep the
-      // connection: the connection closes after this response.
-      if (!req.complete) res.shouldKeepAlive = false
+      if (!req.complete) leaveUnreadBody(req, res, request.body)
       return writeResponse(response, res)
     })
     .catch(() => {

@@ -120,4 +120,30 @@ describe("the Node listener", () => {
     expect(received).toBeLessThan(1 * MB)
     expect(sent).toBeLessThan(100 * MB)
   })
+
+  it("reads a small refused body to its end and keeps the connection for the next request", async () => {
+    test = await startTestApp(await testDatabases.find((d) => d.name === "sqlite-memory")!.open())
+    server = await serve(test.app.handler, { port: 0, host: "127.0.0.1" })
+    const socket = rawClient(server)
+    let answers = ""
+    socket.on("data", (data: Buffer) => answers += data.toString("latin1"))
+    const closed = signal()
+    let ended = false
+    socket.on("close", () => {
+      ended = true
+      closed.resolve()
+    })
+    const body = "x".repeat(200_000)
+    // No credentials: refused before the body is read. The body follows the answer.
+    socket.write(`POST /api/v1/contacts HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`)
+    while (!answers.includes("\r\n\r\n") && !ended) await nextTurn()
+    socket.write(body)
+    socket.write("GET /api/v1/openapi.json HTTP/1.1\r\nhost: localhost\r\n\r\n")
+    while ((answers.match(/HTTP\/1\.1 /g) ?? []).length < 2 && !ended) await nextTurn()
+    expect(answers).toMatch(/^HTTP\/1\.1 401 /)
+    expect(answers).toMatch(/HTTP\/1\.1 200 [^\r]*\r\n[\s\S]*openapi/)
+    expect(answers.toLowerCase()).not.toContain("connection: close")
+    socket.end()
+    await closed.promise
+  })
 })
