@@ -55,6 +55,7 @@ import { forkChild } from "./ChildProcess.ts"
 import { startCpuMeter } from "./CpuMeter.ts"
 import { quantile, stamp } from "./Load.ts"
 import { startRun } from "./Run.ts"
+import { summarizeProfile } from "./Profile.ts"
 
 const ROLE_VARIABLE = "BENCH_ATTACHMENTS_ROLE"
 const MB = 1024 * 1024
@@ -265,7 +266,7 @@ const serverProcess = () => {
           mkdirSync(PROFILE_DIR!, { recursive: true })
           const file = join(PROFILE_DIR!, `attachments-${message.label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
           writeFileSync(file, JSON.stringify(profile))
-          return reply({ id: message.id, type: "profile", file, summary: summarizeProfile(profile as never) })
+          return reply({ id: message.id, type: "profile", file, summary: summarizeProfile(profile as never, SUBSYSTEMS) })
         }
         case "stop":
           clearInterval(sampler)
@@ -281,17 +282,7 @@ const serverProcess = () => {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// CPU profile of a burst (BENCH_CPU_PROF), summed by where the code lives (as bench/templates.ts does).
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number }
-  readonly children?: ReadonlyArray<number>
-}
-
-const fileOf = (url: string, name: string): string =>
-  url === "" ? (name.startsWith("(") ? name : "(native)") : /node_modules\/(.+)$/.exec(url)?.[1] ??
-    /\/((?:src|adapters|bench|test|examples)\/.+)$/.exec(url)?.[1] ?? url.replace(/^node:internal\//, "node:")
+// CPU profile of a burst (BENCH_CPU_PROF), summed by bench/Profile.ts, with these subsystems.
 
 /** Where an upload's time goes: each sample counts for the first of these met from the running function outwards. */
 const SUBSYSTEMS: ReadonlyArray<readonly [string, RegExp]> = [
@@ -306,31 +297,6 @@ const SUBSYSTEMS: ReadonlyArray<readonly [string, RegExp]> = [
   ["Effect's runtime", /effect\/dist/],
   ["the library's own code (routes, handler, flows)", /\/(src|adapters)\//]
 ]
-
-const summarizeProfile = ({ nodes, samples }: { readonly nodes: ReadonlyArray<ProfileNode>; readonly samples: ReadonlyArray<number> }) => {
-  const byId = new Map(nodes.map((node) => [node.id, node]))
-  const parent = new Map<number, number>()
-  for (const node of nodes) for (const child of node.children ?? []) parent.set(child, node.id)
-  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
-  const byFile = new Map<string, number>(), byFunction = new Map<string, number>(), under = new Map<string, number>()
-  const bySubsystem = new Map<string, number>()
-  for (const id of samples) {
-    const { functionName, url, lineNumber, columnNumber } = byId.get(id)!.callFrame
-    let subsystem = url === "" && functionName.startsWith("(") ? functionName : undefined
-    for (let at: number | undefined = id; at !== undefined && subsystem === undefined; at = parent.get(at)) {
-      subsystem = SUBSYSTEMS.find(([, pattern]) => pattern.test(byId.get(at!)!.callFrame.url))?.[0]
-    }
-    add(bySubsystem, subsystem ?? "other (Node's events, task queues, ...)")
-    add(byFile, fileOf(url, functionName))
-    add(byFunction, `${functionName || "(anonymous)"} ${fileOf(url, functionName)}:${lineNumber + 1}:${columnNumber + 1}`)
-    const files = new Set<string>()
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) files.add(fileOf(byId.get(at)!.callFrame.url, ""))
-    for (const file of files) if (file !== "(native)") add(under, file)
-  }
-  const top = (map: Map<string, number>, n: number) =>
-    [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([key, hits]) => `${(100 * hits / samples.length).toFixed(1).padStart(5)} %  ${key}`)
-  return ["self time by subsystem:", ...top(bySubsystem, 20), "self time by file:", ...top(byFile, 12), "self time by function:", ...top(byFunction, 15), "time under each file:", ...top(under, 30)]
-}
 
 // ---------------------------------------------------------------------------------------------------
 // This process: the client, the from-url source, the report.

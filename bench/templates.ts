@@ -44,6 +44,7 @@ import { makeLibraryCatalog } from "../test/support/LibraryCatalog.ts"
 import { hostEnvironment } from "./InboundDatabase.ts"
 import { quantile, stamp } from "./Load.ts"
 import { postgresReachable, startRun } from "./Run.ts"
+import { summarizeProfile } from "./Profile.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -247,37 +248,6 @@ const sequential = async (client: Client, channelId: string, count: number): Pro
 
 // ---------------------------------------------------------------------------------------------------
 // CPU profile of a library burst (BENCH_CPU_PROF): written out, and summed by where the code lives.
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number }
-  readonly children?: ReadonlyArray<number>
-}
-
-/** A file of a package or of ours, node's internals, or V8's own `(garbage collector)`-like entries. */
-const fileOf = (url: string, name: string): string =>
-  url === "" ? (name.startsWith("(") ? name : "(native)") : /node_modules\/(.+)$/.exec(url)?.[1] ??
-    /\/((?:src|adapters|bench|test|examples)\/.+)$/.exec(url)?.[1] ?? url.replace(/^node:internal\//, "node:")
-
-/** Self time by file and by function, and the time spent under (in or called from) each file. */
-const summarizeProfile = ({ nodes, samples }: { readonly nodes: ReadonlyArray<ProfileNode>; readonly samples: ReadonlyArray<number> }) => {
-  const byId = new Map(nodes.map((node) => [node.id, node]))
-  const parent = new Map<number, number>()
-  for (const node of nodes) for (const child of node.children ?? []) parent.set(child, node.id)
-  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
-  const byFile = new Map<string, number>(), byFunction = new Map<string, number>(), under = new Map<string, number>()
-  for (const id of samples) {
-    const { functionName, url, lineNumber, columnNumber } = byId.get(id)!.callFrame
-    add(byFile, fileOf(url, functionName))
-    add(byFunction, `${functionName || "(anonymous)"} ${fileOf(url, functionName)}:${lineNumber + 1}:${columnNumber + 1}`)
-    const files = new Set<string>()
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) files.add(fileOf(byId.get(at)!.callFrame.url, ""))
-    for (const file of files) if (file !== "(native)") add(under, file)
-  }
-  const top = (map: Map<string, number>, n: number) =>
-    [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([key, hits]) => `${(100 * hits / samples.length).toFixed(1).padStart(5)} %  ${key}`)
-  return ["self time by file:", ...top(byFile, 12), "self time by function:", ...top(byFunction, 15), "time under each file:", ...top(under, 30)]
-}
 
 const profiled = async <A>(label: string, run: () => Promise<A>): Promise<A> => {
   if (PROFILE_DIR === undefined) return run()
