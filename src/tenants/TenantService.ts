@@ -14,10 +14,13 @@ import type { CreateTenantRequest } from "./Tenant.ts"
 /** Length of the trial a new tenant starts with. */
 export const TRIAL_DAYS = 14
 
-// Same answer for an unknown account and someone else's, so ids of other accounts cannot be probed.
-/** Fresh slugs tried when others take the chosen one meanwhile. */
+/**
+ * Numbered slugs tried when others take the chosen one meanwhile; after them, one with a random
+ * suffix, which no concurrent request picks too.
+ */
 const SLUG_TRIES = 5
 
+// Same answer for an unknown account and someone else's, so ids of other accounts cannot be probed.
 const NOT_YOUR_ACCOUNT = "You are not an owner of that billing account"
 
 /**
@@ -112,8 +115,13 @@ export class TenantService extends Context.Service<TenantService, {
           }
           // A slug another request took since it was chosen: the next free one, without a failed
           // statement, so a caller's larger transaction (bootstrap) stays usable on PostgreSQL.
-          for (let tries = 0; tries < SLUG_TRIES; tries++) {
-            const candidateTenant = tries === 0 ? tenant : { ...tenant, slug: yield* chooseSlug(request.name, undefined) }
+          for (let tries = 0; tries <= SLUG_TRIES; tries++) {
+            const slugNow = tries === 0
+              ? tenant.slug
+              : tries < SLUG_TRIES
+              ? yield* chooseSlug(request.name, undefined)
+              : `${slugify(request.name)}-${(yield* newId).slice(0, 8)}`
+            const candidateTenant = { ...tenant, slug: slugNow }
             if (yield* tenants.insertUnlessSlugTaken(candidateTenant)) return candidateTenant
           }
           return yield* new Conflict({ message: "Could not find a free slug for this workspace; give one" })
