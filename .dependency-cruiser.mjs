@@ -27,7 +27,8 @@ const STORE_OWNERS = {
   AttachmentStore: "attachments",
   TemplateStore: "templates",
   LibraryCacheStore: "templates",
-  SendingLimitStore: "channels"
+  SendingLimitStore: "channels",
+  EmailStore: "email"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

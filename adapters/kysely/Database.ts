@@ -27,6 +27,10 @@ export interface Database {
   chatapp_templates: ChatappTemplatesTable
   library_cache: LibraryCacheTable
   sending_limits: SendingLimitsTable
+  email_integrations: EmailIntegrationsTable
+  email_messages: EmailMessagesTable
+  email_attachments: EmailAttachmentsTable
+  email_inline_images: EmailInlineImagesTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -207,10 +211,13 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "contacts_tenant_email_unique", table: "contacts", columns: ["tenant_id", "email"] },
   { name: "outbox_events_id_unique", table: "outbox_events", columns: ["id"] },
   { name: "connect_tokens_lookup_unique", table: "connect_tokens", columns: ["lookup"] },
-  // Partial (`WHERE status = 'open'`): SQLite's message lists the columns all the same.
+  // Partial (`WHERE status = 'open' AND kind = 'chat'`): SQLite's message lists the columns all the same.
   { name: "conversations_open_unique", table: "conversations", columns: ["tenant_id", "channel_id", "contact_id"] },
   { name: "messages_channel_external_unique", table: "messages", columns: ["channel_id", "external_id"] },
-  { name: "chatapp_templates_channel_name_unique", table: "chatapp_templates", columns: ["tenant_id", "channel_id", "name", "language"] }
+  { name: "chatapp_templates_channel_name_unique", table: "chatapp_templates", columns: ["tenant_id", "channel_id", "name", "language"] },
+  { name: "email_integrations_tenant_address_unique", table: "email_integrations", columns: ["tenant_id", "address"] },
+  // A primary key: PostgreSQL names its constraint so, SQLite lists the column.
+  { name: "email_inline_images_pkey", table: "email_inline_images", columns: ["attachment_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -254,6 +261,8 @@ export interface ConversationsTable {
   channel_id: string
   contact_id: string
   status: string
+  /** `chat` or `email` (migration 0010; `chat` for every conversation stored before it). */
+  kind: string
   subject: string | null
   created_at: string
   updated_at: string | null
@@ -345,4 +354,74 @@ export interface SendingLimitsTable {
   phone_status: string | null
   source: string
   updated_at: string
+}
+
+/** A tenant's mailbox (see migration 0010). */
+export interface EmailIntegrationsTable {
+  id: string
+  tenant_id: string
+  /** Lower-cased. */
+  address: string
+  display_name: string | null
+  inbound_secret_hash: string
+  status: string
+  created_at: string
+  updated_at: string | null
+}
+
+/**
+ * An email of a thread. Addresses, references and headers are JSON text, in columns named apart from
+ * SQL's keywords (`from`, `to`, `references`). PostgreSQL also keeps the insertion order in `seq`.
+ */
+export interface EmailMessagesTable {
+  id: string
+  tenant_id: string
+  integration_id: string
+  conversation_id: string
+  message_id: string
+  direction: string
+  status: string
+  message_id_header: string
+  in_reply_to: string | null
+  /** The `references` ids, a JSON array of strings. */
+  reference_ids: string
+  subject: string | null
+  /** The `from` address, a JSON object, or null. */
+  from_address: string | null
+  /** The `to` addresses, a JSON array. */
+  to_addresses: string
+  /** The `cc` addresses, a JSON array. */
+  cc_addresses: string
+  /** The `reply_to` addresses, a JSON array. */
+  reply_to_addresses: string
+  text_body: string | null
+  html_body: string | null
+  /** Every header, a JSON array of `{ name, value }`. */
+  headers: string
+  error: string | null
+  sent_at: string | null
+  created_at: string
+  updated_at: string | null
+}
+
+export interface EmailAttachmentsTable {
+  id: string
+  tenant_id: string
+  email_message_id: string
+  attachment_id: string
+  filename: string
+  content_type: string
+  /** BIGINT: read through `Number`, as a driver may hand it back as text or a bigint. */
+  file_size: number
+  is_inline: Flag
+  content_id: string | null
+  position: number
+  created_at: string
+}
+
+export interface EmailInlineImagesTable {
+  attachment_id: string
+  tenant_id: string
+  content_id: string
+  created_at: string
 }

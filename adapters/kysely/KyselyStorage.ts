@@ -25,6 +25,7 @@ import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
 import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { conversationStoreLayer } from "./stores/ConversationStoreKysely.ts"
+import { emailStoreLayer } from "./stores/EmailStoreKysely.ts"
 import { inboundStoreLayer } from "./stores/InboundStoreKysely.ts"
 import { libraryCacheStoreLayer } from "./stores/LibraryCacheStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
@@ -86,7 +87,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     attachmentStoreLayer,
     templateStoreLayer,
     libraryCacheStoreLayer,
-    sendingLimitStoreLayer
+    sendingLimitStoreLayer,
+    emailStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

@@ -54,6 +54,7 @@ export class ConversationService extends Context.Service<ConversationService, {
             channel_id: channelId,
             contact_id: contactId,
             status: "open",
+            kind: "chat",
             subject: null,
             created_at: yield* now,
             updated_at: null,

@@ -5,8 +5,15 @@ import type { StorageError } from "./StorageError.ts"
 export type ConversationStatus = "open" | "closed"
 
 /**
- * A contact on a channel: the thread messages join. At most one conversation per contact and
- * channel is open at a time (a second insert fails with `UniqueViolation`).
+ * What a conversation is: `chat`, a contact on a chat-app channel, at most one open per contact and
+ * channel; `email`, a thread on a mailbox, of which one contact may have several open.
+ */
+export type ConversationKind = "chat" | "email"
+
+/**
+ * A contact on a channel: the thread messages join. At most one chat conversation per contact and
+ * channel is open at a time (a second insert fails with `UniqueViolation`); email threads are not
+ * limited.
  */
 export interface ConversationRecord {
   readonly id: string
@@ -14,6 +21,8 @@ export interface ConversationRecord {
   readonly channel_id: string
   readonly contact_id: string
   readonly status: ConversationStatus
+  /** `chat`: one open per contact and channel; `email`: a thread, several of which may be open. */
+  readonly kind: ConversationKind
   /** Email threads carry a subject; chat-app conversations none. */
   readonly subject: string | null
   readonly created_at: string
@@ -35,7 +44,7 @@ export interface ConversationFilter {
 export class ConversationStore extends Context.Service<ConversationStore, {
   readonly insert: (conversation: ConversationRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<ConversationRecord>, StorageError>
-  /** The open conversation of `contactId` on `channelId`, if any. */
+  /** The open chat conversation of `contactId` on `channelId`, if any (email threads are never found here). */
   readonly findOpen: (
     tenantId: string,
     channelId: string,

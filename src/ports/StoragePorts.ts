@@ -5,6 +5,7 @@ import type { ChannelStore } from "./ChannelStore.ts"
 import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
 import type { ContactStore } from "./ContactStore.ts"
 import type { ConversationStore } from "./ConversationStore.ts"
+import type { EmailStore } from "./EmailStore.ts"
 import type { InboundStore } from "./InboundStore.ts"
 import type { LibraryCacheStore } from "./LibraryCacheStore.ts"
 import type { MessageStore } from "./MessageStore.ts"
@@ -35,3 +36,4 @@ export type StoragePorts =
   | TemplateStore
   | LibraryCacheStore
   | SendingLimitStore
+  | EmailStore

@@ -41,9 +41,10 @@ const twoTenants = Effect.gen(function*() {
 })
 
 /**
- * ConversationStore: every field round-trips; one open conversation per contact and channel;
- * update replaces; list pages by latest activity with filters and totals; no tenant reaches
- * another's conversations. Needs TenantStore and AccountStore for the tenants they belong to.
+ * ConversationStore: every field round-trips; one open chat conversation per contact and channel,
+ * while email threads may be several and are never the open one `findOpen` finds; update replaces;
+ * list pages by latest activity with filters and totals; no tenant reaches another's conversations.
+ * Needs TenantStore and AccountStore for the tenants they belong to.
  */
 export const conversationStoreSuite: Suite<ConversationStore | TenantStore | AccountStore, "conversations"> = makeSuite({
   name: "ConversationStore",
@@ -165,6 +166,58 @@ export const conversationStoreSuite: Suite<ConversationStore | TenantStore | Acc
         const reopened: ConversationRecord = { ...closed, status: "open", closed_at: null }
         expectOpenUniqueViolation(await h().run(Effect.flip(ConversationStore.use((s) => s.update(tenant.id, reopened)))))
         expect(await h().stored.conversations(tenant.id)).toEqual([closed, open].sort(byId))
+      })
+    })
+
+    describe("kinds", () => {
+      it("stores an email thread's kind and reads it back unchanged", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const thread = conversationRecord(tenant.id, { kind: "email", subject: "Order 1234 — Zoë" })
+        await h().run(insertAll([thread]))
+
+        expect(await h().stored.conversations(tenant.id)).toEqual([thread])
+        expect(await getConversation(h, tenant.id, thread.id)).toEqual(thread)
+        expect(await list(h, tenant.id)).toEqual({ items: [thread], total: 1 })
+      })
+
+      it("takes several open email threads of one contact on one channel, beside its open chat conversation", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const first = conversationRecord(tenant.id, { kind: "email", created_at: at("10:00") })
+        const second = conversationRecord(tenant.id, {
+          channel_id: first.channel_id,
+          contact_id: first.contact_id,
+          kind: "email",
+          created_at: at("10:01")
+        })
+        const chat = conversationRecord(tenant.id, { channel_id: first.channel_id, contact_id: first.contact_id, created_at: at("10:02") })
+        await h().run(insertAll([first, second, chat]))
+
+        expect(await h().stored.conversations(tenant.id)).toEqual([first, second, chat].sort(byId))
+        expect(await list(h, tenant.id, { channel_id: first.channel_id, status: "open" }))
+          .toEqual({ items: [chat, second, first], total: 3 })
+      })
+
+      it("still refuses a second open chat conversation where open email threads exist, with UniqueViolation", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const thread = conversationRecord(tenant.id, { kind: "email" })
+        const chat = conversationRecord(tenant.id, { channel_id: thread.channel_id, contact_id: thread.contact_id })
+        await h().run(insertAll([thread, chat]))
+
+        const second = conversationRecord(tenant.id, { channel_id: thread.channel_id, contact_id: thread.contact_id })
+        expectOpenUniqueViolation(await h().run(Effect.flip(insertAll([second]))))
+        expect(await h().stored.conversations(tenant.id)).toEqual([thread, chat].sort(byId))
+      })
+
+      it("finds only a chat conversation as the open one, never an email thread", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const thread = conversationRecord(tenant.id, { kind: "email" })
+        await h().run(insertAll([thread]))
+
+        expect(await findOpen(h, tenant.id, thread.channel_id, thread.contact_id)).toBeUndefined()
+
+        const chat = conversationRecord(tenant.id, { channel_id: thread.channel_id, contact_id: thread.contact_id })
+        await h().run(insertAll([chat]))
+        expect(await findOpen(h, tenant.id, thread.channel_id, thread.contact_id)).toEqual(chat)
       })
     })
 

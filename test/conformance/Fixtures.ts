@@ -7,6 +7,12 @@ import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
+import type {
+  EmailAttachmentRecord,
+  EmailIntegrationRecord,
+  EmailMessageRecord,
+  InlineImageRecord
+} from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadRecord } from "../../src/ports/InboundStore.ts"
 import type { LibraryCacheRecord } from "../../src/ports/LibraryCacheStore.ts"
 import type { MessageRecord } from "../../src/ports/MessageStore.ts"
@@ -186,7 +192,7 @@ export const webhookEndpointRecord = (tenantId: string, overrides: Partial<Webho
 }
 
 /**
- * An open conversation of `tenantId` with no messages yet. Its channel and contact are fresh ids
+ * An open chat conversation of `tenantId` with no messages yet. Its channel and contact are fresh ids
  * unless given: the stores keep no reference to them.
  */
 export const conversationRecord = (tenantId: string, overrides: Partial<ConversationRecord> = {}): ConversationRecord => ({
@@ -195,6 +201,7 @@ export const conversationRecord = (tenantId: string, overrides: Partial<Conversa
   channel_id: id(),
   contact_id: id(),
   status: "open",
+  kind: "chat",
   subject: null,
   created_at: AT,
   updated_at: null,
@@ -310,6 +317,92 @@ export const sendingLimitRecord = (tenantId: string, overrides: Partial<SendingL
   updated_at: AT,
   ...overrides
 })
+
+/** An active mailbox of `tenantId` with a unique address. */
+export const emailIntegrationRecord = (tenantId: string, overrides: Partial<EmailIntegrationRecord> = {}): EmailIntegrationRecord => {
+  const integrationId = id()
+  return {
+    id: integrationId,
+    tenant_id: tenantId,
+    address: `support-${integrationId}@mail.example.com`,
+    display_name: "Acme Support",
+    inbound_secret_hash: `secret-hash-${integrationId}`,
+    status: "active",
+    created_at: AT,
+    updated_at: null,
+    ...overrides
+  }
+}
+
+/**
+ * An email received on `integrationId` in `conversation`, with a unique Message-ID and no thread
+ * before it. Its conversation message is a fresh id unless given: the store keeps no reference to it.
+ */
+export const emailMessageRecord = (
+  conversation: ConversationRecord,
+  integrationId: string,
+  overrides: Partial<EmailMessageRecord> = {}
+): EmailMessageRecord => {
+  const emailId = id()
+  return {
+    id: emailId,
+    tenant_id: conversation.tenant_id,
+    integration_id: integrationId,
+    conversation_id: conversation.id,
+    message_id: id(),
+    direction: "inbound",
+    status: "received",
+    message_id_header: `${emailId}@sender.example.com`,
+    in_reply_to: null,
+    references: [],
+    subject: "Order 1234",
+    from: { address: "ada@example.com", name: "Ada" },
+    to: [{ address: "support@mail.example.com", name: null }],
+    cc: [],
+    reply_to: [],
+    text_body: "Hello",
+    html_body: null,
+    headers: [{ name: "Subject", value: "Order 1234" }],
+    error: null,
+    sent_at: AT,
+    created_at: AT,
+    updated_at: null,
+    ...overrides
+  }
+}
+
+/** A PDF of `emailMessageId` at `position`, not inline. Its attachment is a fresh id unless given. */
+export const emailAttachmentRecord = (
+  tenantId: string,
+  emailMessageId: string,
+  position: number,
+  overrides: Partial<EmailAttachmentRecord> = {}
+): EmailAttachmentRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  email_message_id: emailMessageId,
+  attachment_id: id(),
+  filename: `invoice-${position}.pdf`,
+  content_type: "application/pdf",
+  file_size: 48_213,
+  is_inline: false,
+  content_id: null,
+  position,
+  created_at: AT,
+  ...overrides
+})
+
+/** An inline image upload of `tenantId`, for a fresh attachment id unless given. */
+export const inlineImageRecord = (tenantId: string, overrides: Partial<InlineImageRecord> = {}): InlineImageRecord => {
+  const attachmentId = id()
+  return {
+    attachment_id: attachmentId,
+    tenant_id: tenantId,
+    content_id: `${attachmentId}@omni`,
+    created_at: AT,
+    ...overrides
+  }
+}
 
 /** A new owner user, a billing account they own and a tenant in it, stored through the ports. */
 export const seedTenant: Effect.Effect<

@@ -42,7 +42,10 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "webhookDeliveries",
   "conversations",
   "messages",
-  "attachments"
+  "attachments",
+  "emailIntegrations",
+  "emailMessages",
+  "emailAttachments"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

@@ -3,6 +3,7 @@ import type { Kysely } from "kysely"
 import type { Database } from "../../adapters/kysely/Database.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
+import type { EmailAddressValue, EmailHeader, EmailMessageStatus } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { MessageDirection, MessageError, MessageStatus, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
@@ -34,6 +35,9 @@ const deliveryStatus = oneOf<DeliveryStatus>("delivery status", ["pending", "suc
 const inboundSource = oneOf<InboundSource>("inbound source", ["chatapp", "email"])
 const inboundStatus = oneOf<InboundPayloadStatus>("inbound payload status", ["pending", "processed", "failed"])
 const conversationStatus = oneOf("conversation status", ["open", "closed"])
+const conversationKind = oneOf("conversation kind", ["chat", "email"])
+const integrationStatus = oneOf("email integration status", ["active", "disabled"])
+const emailStatus = oneOf<EmailMessageStatus>("email status", ["received", "pending", "sent", "failed"])
 const direction = oneOf<MessageDirection>("direction", ["inbound", "outbound"])
 const messageStatus = oneOf<MessageStatus>("message status", ["received", "pending", "sent", "delivered", "read", "failed"])
 const reportedStatus = oneOf<MessageStatusReport["status"]>("reported status", ["sent", "delivered", "read", "failed"])
@@ -55,6 +59,12 @@ const bytes = (value: unknown): Uint8Array => {
   return new Uint8Array(value)
 }
 
+const addresses = (text: string): Array<EmailAddressValue> => {
+  const value = json(text)
+  if (!Array.isArray(value)) throw new Error(`stored addresses must be a JSON array, found ${text}`)
+  return value as Array<EmailAddressValue>
+}
+
 const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
 
 // The columns of each record, named so a column added for other uses (a claim's lease) is not read.
@@ -72,6 +82,13 @@ const WEBHOOK_DELIVERY_COLUMNS = [
   "id", "tenant_id", "webhook_endpoint_id", "event_id", "event_type", "envelope", "outbox_seq", "previous_delivery_id",
   "created_at", "status", "attempt_number", "max_retries", "retry_strategy", "next_retry_at", "completed_at",
   "response_status_code", "response_time_ms", "error_message"
+] as const
+
+// PostgreSQL's `seq` is the insertion order (migration 0010), not a field of the record.
+const EMAIL_MESSAGE_COLUMNS = [
+  "id", "tenant_id", "integration_id", "conversation_id", "message_id", "direction", "status", "message_id_header",
+  "in_reply_to", "reference_ids", "subject", "from_address", "to_addresses", "cc_addresses", "reply_to_addresses",
+  "text_body", "html_body", "headers", "error", "sent_at", "created_at", "updated_at"
 ] as const
 
 /** The Kysely adapter's rows as stored, read with plain queries on the root handle (never through the stores). */
@@ -168,7 +185,7 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
   },
   conversations: async (tenantId) => {
     const rows = await db.selectFrom("conversations").selectAll().where("tenant_id", "=", tenantId).execute()
-    return rows.map((row) => ({ ...row, status: conversationStatus(row.status) }))
+    return rows.map((row) => ({ ...row, status: conversationStatus(row.status), kind: conversationKind(row.kind) }))
   },
   messages: async (tenantId) => {
     const rows = await db.selectFrom("messages").selectAll().where("tenant_id", "=", tenantId).execute()
@@ -193,5 +210,34 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
       origin: attachmentOrigin(row.origin),
       file_size: integer(row.file_size)
     }))
-  }
+  },
+  emailIntegrations: async (tenantId) => {
+    const rows = await db.selectFrom("email_integrations").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, status: integrationStatus(row.status) }))
+  },
+  emailMessages: async (tenantId) => {
+    const rows = await db.selectFrom("email_messages").select(EMAIL_MESSAGE_COLUMNS).where("tenant_id", "=", tenantId).execute()
+    return rows.map(({ reference_ids, from_address, to_addresses, cc_addresses, reply_to_addresses, headers, ...row }) => ({
+      ...row,
+      direction: direction(row.direction),
+      status: emailStatus(row.status),
+      references: json(reference_ids) as Array<string>,
+      from: from_address === null ? null : json(from_address) as EmailAddressValue,
+      to: addresses(to_addresses),
+      cc: addresses(cc_addresses),
+      reply_to: addresses(reply_to_addresses),
+      headers: json(headers) as Array<EmailHeader>
+    }))
+  },
+  emailAttachments: async (tenantId) => {
+    const rows = await db.selectFrom("email_attachments").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      file_size: integer(row.file_size),
+      is_inline: flag(row.is_inline),
+      position: integer(row.position)
+    }))
+  },
+  inlineImages: (tenantId) =>
+    db.selectFrom("email_inline_images").selectAll().where("tenant_id", "=", tenantId).orderBy("attachment_id").execute()
 })

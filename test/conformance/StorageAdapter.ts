@@ -7,6 +7,7 @@ import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
+import type { EmailAttachmentRecord, EmailIntegrationRecord, EmailMessageRecord, InlineImageRecord } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadRecord, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
@@ -65,6 +66,14 @@ export interface StoredRows {
   readonly messageStatuses: (tenantId: string) => Promise<ReadonlyArray<MessageStatusReport>>
   /** Every attachment of the tenant, in any order. */
   readonly attachments: (tenantId: string) => Promise<ReadonlyArray<AttachmentRecord>>
+  /** Every email integration of the tenant, in any order. */
+  readonly emailIntegrations: (tenantId: string) => Promise<ReadonlyArray<EmailIntegrationRecord>>
+  /** Every email message of the tenant, in any order. */
+  readonly emailMessages: (tenantId: string) => Promise<ReadonlyArray<EmailMessageRecord>>
+  /** Every email attachment of the tenant, in any order. */
+  readonly emailAttachments: (tenantId: string) => Promise<ReadonlyArray<EmailAttachmentRecord>>
+  /** Every inline image upload of the tenant, by attachment id. */
+  readonly inlineImages: (tenantId: string) => Promise<ReadonlyArray<InlineImageRecord>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

@@ -7,6 +7,7 @@ import { ChannelStore } from "../../src/ports/ChannelStore.ts"
 import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { ConversationStore } from "../../src/ports/ConversationStore.ts"
+import { EmailStore } from "../../src/ports/EmailStore.ts"
 import { InboundStore } from "../../src/ports/InboundStore.ts"
 import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
@@ -24,7 +25,11 @@ import {
   connectTokenRecord,
   contactRecord,
   conversationRecord,
+  emailAttachmentRecord,
+  emailIntegrationRecord,
+  emailMessageRecord,
   inboundPayloadRecord,
+  inlineImageRecord,
   messageRecord,
   outboxEvent,
   seedTenant,
@@ -32,7 +37,7 @@ import {
   userRecord,
   webhookEndpointRecord
 } from "./Fixtures.ts"
-import { eventsOf, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
+import { byId, eventsOf, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 import type { StoredTable } from "./StorageAdapter.ts"
 
 /** The failure a use case raises after writing, to see whether its writes survive. */
@@ -56,6 +61,9 @@ const rowsOfEveryPort = () => {
   const contact = contactRecord(tenant.id)
   const conversation = conversationRecord(tenant.id, { channel_id: channel.id, contact_id: contact.id })
   const message = messageRecord(conversation)
+  const emailIntegration = emailIntegrationRecord(tenant.id)
+  const emailThread = conversationRecord(tenant.id, { channel_id: emailIntegration.id, contact_id: contact.id, kind: "email" })
+  const email = emailMessageRecord(emailThread, emailIntegration.id)
   const statusReport: MessageStatusReport = {
     tenant_id: tenant.id,
     channel_id: channel.id,
@@ -81,7 +89,12 @@ const rowsOfEveryPort = () => {
     conversation,
     message,
     statusReport,
-    attachment: attachmentRecord(tenant.id)
+    attachment: attachmentRecord(tenant.id),
+    emailIntegration,
+    emailThread,
+    email,
+    emailAttachment: emailAttachmentRecord(tenant.id, email.id, 0),
+    inlineImage: inlineImageRecord(tenant.id)
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -99,9 +112,17 @@ const insertEvery = (rows: Rows) =>
     yield* WebhookEndpointStore.use((s) => s.insert(rows.endpoint))
     yield* WebhookDeliveryStore.use((s) => s.insertMany([rows.delivery]))
     yield* InboundStore.use((s) => Effect.andThen(s.insert(rows.inboundPayload), s.markHandled("chatapp", rows.handledKey, CHANGED_AT)))
-    yield* ConversationStore.use((s) => s.insert(rows.conversation))
+    yield* ConversationStore.use((s) => Effect.andThen(s.insert(rows.conversation), s.insert(rows.emailThread)))
     yield* MessageStore.use((s) => Effect.andThen(s.insert(rows.message), s.recordStatus(rows.statusReport)))
     yield* AttachmentStore.use((s) => s.insert(rows.attachment))
+    yield* EmailStore.use((s) =>
+      Effect.all([
+        s.insertIntegration(rows.emailIntegration),
+        s.insertMessage(rows.email),
+        s.insertAttachments([rows.emailAttachment]),
+        s.insertInlineImage(rows.inlineImage)
+      ], { discard: true })
+    )
   })
 
 /** Changes `rows` through every port that changes rows, and reports whether each change found its row. */
@@ -122,7 +143,8 @@ const changeEvery = (rows: Rows) =>
         s.attach(rows.tenant.id, [rows.attachment.id], rows.message.id, rows.conversation.id),
         Effect.map(s.get(rows.tenant.id, rows.attachment.id), (a) => Option.getOrUndefined(a)?.message_id === rows.message.id)
       )
-    )
+    ),
+    email: EmailStore.use((s) => s.updateMessage(rows.tenant.id, { ...rows.email, subject: "Changed" }))
   })
 
 /** Whether each change of `changeEvery` found its row: all of them. */
@@ -136,7 +158,8 @@ const EVERY_CHANGE = {
   delivery: true,
   conversation: true,
   message: true,
-  attachment: true
+  attachment: true,
+  email: true
 }
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
@@ -156,7 +179,11 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   conversations: await h().stored.conversations(rows.tenant.id),
   messages: await h().stored.messages(rows.tenant.id),
   messageStatuses: await h().stored.messageStatuses(rows.tenant.id),
-  attachments: await h().stored.attachments(rows.tenant.id)
+  attachments: await h().stored.attachments(rows.tenant.id),
+  emailIntegrations: await h().stored.emailIntegrations(rows.tenant.id),
+  emailMessages: await h().stored.emailMessages(rows.tenant.id),
+  emailAttachments: await h().stored.emailAttachments(rows.tenant.id),
+  inlineImages: await h().stored.inlineImages(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -173,10 +200,14 @@ const asStored = (rows: Rows) => ({
   deliveries: [rows.delivery],
   inboundPayload: rows.inboundPayload,
   handledAt: CHANGED_AT,
-  conversations: [rows.conversation],
+  conversations: [rows.conversation, rows.emailThread].sort(byId),
   messages: [rows.message],
   messageStatuses: [rows.statusReport],
-  attachments: [rows.attachment]
+  attachments: [rows.attachment],
+  emailIntegrations: [rows.emailIntegration],
+  emailMessages: [rows.email],
+  emailAttachments: [rows.emailAttachment],
+  inlineImages: [rows.inlineImage]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -200,7 +231,11 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "conversations",
     "messages",
     "messageStatuses",
-    "attachments"
+    "attachments",
+    "emailIntegrations",
+    "emailMessages",
+    "emailAttachments",
+    "inlineImages"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -245,7 +280,11 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         conversations: [],
         messages: [],
         messageStatuses: [],
-        attachments: []
+        attachments: [],
+        emailIntegrations: [],
+        emailMessages: [],
+        emailAttachments: [],
+        inlineImages: []
       })
     })
 

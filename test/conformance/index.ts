@@ -18,6 +18,7 @@ import { concurrencySuite } from "./ConcurrencySuite.ts"
 import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
 import { conversationStoreSuite } from "./ConversationStoreSuite.ts"
+import { emailStoreSuite } from "./EmailStoreSuite.ts"
 import { describeOpened, type Suite } from "./Harness.ts"
 import { inboundStoreSuite } from "./InboundStoreSuite.ts"
 import { libraryCacheStoreSuite } from "./LibraryCacheStoreSuite.ts"
@@ -46,6 +47,7 @@ export {
   connectTokenStoreSuite,
   contactStoreSuite,
   conversationStoreSuite,
+  emailStoreSuite,
   inboundStoreSuite,
   libraryCacheStoreSuite,
   messageStoreSuite,
@@ -77,6 +79,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   templateStoreSuite,
   libraryCacheStoreSuite,
   sendingLimitStoreSuite,
+  emailStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

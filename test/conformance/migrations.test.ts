@@ -12,7 +12,11 @@ import * as WebhookEndpoints from "../../adapters/kysely/migrations/2026_11_22_0
 import * as WebhookDeliveries from "../../adapters/kysely/migrations/2026_11_22_0004_webhook_deliveries.ts"
 import * as WebhookClaimIndexes from "../../adapters/kysely/migrations/2026_11_22_0005_webhook_claim_indexes.ts"
 import * as WebhookFanOutLeases from "../../adapters/kysely/migrations/2026_11_24_0006_webhook_fanout_leases.ts"
+import * as OutboxUnfannedPartialIndex from "../../adapters/kysely/migrations/2026_11_24_0007_outbox_unfanned_partial_index.ts"
+import * as ConversationsAndInbound from "../../adapters/kysely/migrations/2026_11_26_0008_conversations_and_inbound.ts"
+import * as TemplatesAndSendingLimits from "../../adapters/kysely/migrations/2026_11_26_0009_templates_and_sending_limits.ts"
 import { createPostgresDatabase, PG_URL, testDatabases } from "../support/Databases.ts"
+import { billingAccountRecord, conversationRecord, tenantRecord, userRecord } from "./Fixtures.ts"
 
 /** How the database defines index `name`, as its own catalogue prints it. */
 const indexDefinition = async (db: Kysely<Database>, dialect: Dialect, name: string): Promise<string | undefined> => {
@@ -86,12 +90,26 @@ const UP_TO_0006 = [
   ["2026_11_24_0006_webhook_fanout_leases", WebhookFanOutLeases.up]
 ] as const
 
-const migrateUpTo0006 = async (db: Kysely<Database>, dialect: Dialect) => {
+// The migrations a database had run before 0010 landed.
+const UP_TO_0009 = [
+  ...UP_TO_0006,
+  ["2026_11_24_0007_outbox_unfanned_partial_index", OutboxUnfannedPartialIndex.up],
+  ["2026_11_26_0008_conversations_and_inbound", ConversationsAndInbound.up],
+  ["2026_11_26_0009_templates_and_sending_limits", TemplatesAndSendingLimits.up]
+] as const
+
+const migrateUpTo0006 = (db: Kysely<Database>, dialect: Dialect) => migrateThrough(db, dialect, UP_TO_0006)
+
+const migrateThrough = async (
+  db: Kysely<Database>,
+  dialect: Dialect,
+  migrations: ReadonlyArray<readonly [string, (db: Kysely<unknown>, dialect: Dialect) => Promise<void>]>
+) => {
   const migrator = new Migrator({
     db,
     provider: {
       getMigrations: async () =>
-        Object.fromEntries(UP_TO_0006.map(([name, up]): [string, Migration] => [name, { up: (m) => up(m, dialect) }]))
+        Object.fromEntries(migrations.map(([name, up]): [string, Migration] => [name, { up: (m) => up(m, dialect) }]))
     },
     migrationTableName: "omni_migrations",
     migrationLockTableName: "omni_migrations_lock"
@@ -101,11 +119,11 @@ const migrateUpTo0006 = async (db: Kysely<Database>, dialect: Dialect) => {
 }
 
 describe.each(testDatabases)("migrations on $name", ({ open }) => {
-  it("give open conversations a partial unique index and pending inbound payloads a partial index of their own", async () => {
+  it("give open chat conversations a partial unique index and pending inbound payloads a partial index of their own", async () => {
     const { db, dialect, close } = await open()
     try {
       expect(await indexDefinition(db, dialect, "conversations_open_unique"))
-        .toMatch(/unique index.*\(.*tenant_id.*channel_id.*contact_id.*\).*where.*status.*=.*'open'/i)
+        .toMatch(/unique index.*\(.*tenant_id.*channel_id.*contact_id.*\).*where.*status.*=.*'open'.*and.*kind.*=.*'chat'/i)
       expect(await indexDefinition(db, dialect, "inbound_payloads_pending_idx"))
         .toMatch(/\(.*next_attempt_at.*received_at.*\).*where.*status.*=.*'pending'/i)
     } finally {
@@ -132,6 +150,45 @@ describe.each(emptyDatabases)("migrations from an older schema on $name", ({ nam
 
       await migrate(db, dialect)
       expect(await indexDefinition(db, dialect, "outbox_events_unfanned_idx")).toBe(wanted)
+    } finally {
+      await close()
+    }
+  })
+
+  // Migration 0010 gives conversations a kind and narrows conversations_open_unique to chat ones.
+  it("give the conversations stored before 0010 the chat kind, still one open per contact and channel", async () => {
+    const { db, dialect, close } = await open()
+    try {
+      await migrateThrough(db, dialect, UP_TO_0009)
+      const user = userRecord()
+      const account = billingAccountRecord(user.id)
+      const { is_trial, is_active, ai_features_enabled, multi_agent_mode, sms_enabled, ...tenant } = tenantRecord(account.id)
+      const flag = (value: boolean): 0 | 1 => (value ? 1 : 0)
+      await db.insertInto("users").values(user).execute()
+      await db.insertInto("billing_accounts").values(account).execute()
+      await db.insertInto("tenants").values({
+        ...tenant,
+        is_trial: flag(is_trial),
+        is_active: flag(is_active),
+        ai_features_enabled: flag(ai_features_enabled),
+        multi_agent_mode: flag(multi_agent_mode),
+        sms_enabled: flag(sms_enabled)
+      }).execute()
+      const { kind: _kind, ...open } = conversationRecord(tenant.id)
+      // Before 0010 the table has no kind column, which the current row type requires.
+      await sql`INSERT INTO conversations (id, tenant_id, channel_id, contact_id, status, created_at)
+        VALUES (${open.id}, ${open.tenant_id}, ${open.channel_id}, ${open.contact_id}, 'open', ${open.created_at})`.execute(db)
+
+      await migrate(db, dialect)
+
+      expect(await db.selectFrom("conversations").select(["id", "kind"]).where("tenant_id", "=", tenant.id).execute())
+        .toEqual([{ id: open.id, kind: "chat" }])
+      const again = conversationRecord(tenant.id, { channel_id: open.channel_id, contact_id: open.contact_id })
+      await expect(db.insertInto("conversations").values(again).execute()).rejects.toThrow(/unique|duplicate/i)
+      const thread = { ...again, kind: "email" as const }
+      await db.insertInto("conversations").values(thread).execute()
+      expect(await db.selectFrom("conversations").select("id").where("tenant_id", "=", tenant.id).orderBy("id").execute())
+        .toEqual([{ id: open.id }, { id: thread.id }].sort((x, y) => (x.id < y.id ? -1 : 1)))
     } finally {
       await close()
     }

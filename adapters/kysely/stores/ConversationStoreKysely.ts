@@ -1,12 +1,13 @@
 import { Effect, Layer, Option } from "effect"
 import { sql } from "kysely"
-import { type ConversationRecord, type ConversationStatus, ConversationStore } from "../../../src/ports/ConversationStore.ts"
+import { type ConversationKind, type ConversationRecord, type ConversationStatus, ConversationStore } from "../../../src/ports/ConversationStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ConversationsTable } from "../Database.ts"
 
 const fromRow = (row: ConversationsTable): ConversationRecord => ({
   ...row,
-  status: row.status as ConversationStatus
+  status: row.status as ConversationStatus,
+  kind: row.kind as ConversationKind
 })
 
 /** The listing's order: the last message, else the creation (the expression `conversations_tenant_activity_idx` holds). */
@@ -25,12 +26,12 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
           db.selectFrom("conversations").selectAll().where("tenant_id", "=", tenantId).where("id", "=", id)
             .executeTakeFirst())
           .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
-      // With the literal `'open'` of the partial unique index, so SQLite's planner reads it from there.
+      // With the literals `'open'` and `'chat'` of the partial unique index, so SQLite's planner reads it from there.
       findOpen: (tenantId, channelId, contactId) =>
         query(connection, (db) =>
           db.selectFrom("conversations").selectAll().where("tenant_id", "=", tenantId)
             .where("channel_id", "=", channelId).where("contact_id", "=", contactId)
-            .where("status", "=", sql.lit("open"))
+            .where("status", "=", sql.lit("open")).where("kind", "=", sql.lit("chat"))
             .executeTakeFirst())
           .pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), fromRow))),
       list: (tenantId, filter, window) =>
