@@ -10,6 +10,7 @@ export default defineConfig({
     providers: "adapters/providers/SimulatedProviders.ts",
     chatapp: "adapters/chatapp/index.ts",
     http: "adapters/http/GuardedHttp.ts",
+    mail: "adapters/mail/index.ts",
     testing: "test/conformance/index.ts"
   },
   format: ["esm"],

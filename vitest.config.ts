@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^omnichannel-core\/providers$/, replacement: here("./adapters/providers/SimulatedProviders.ts") },
       { find: /^omnichannel-core\/chatapp$/, replacement: here("./adapters/chatapp/index.ts") },
       { find: /^omnichannel-core\/http$/, replacement: here("./adapters/http/GuardedHttp.ts") },
+      { find: /^omnichannel-core\/mail$/, replacement: here("./adapters/mail/index.ts") },
       { find: /^omnichannel-core\/testing$/, replacement: here("./test/conformance/index.ts") }
     ]
   },
