@@ -20,6 +20,8 @@ export interface HostConfig {
   readonly chatappAppSecret: string | undefined
   /** `OMNI_CHATAPP_VERIFY_TOKEN`: answers the operator's handshake; unset: one kept in the data dir. */
   readonly chatappVerifyToken: string | undefined
+  /** `OMNI_SMTP_URL`: where outbound email goes; unset: `.eml` files under `<dataDir>/mail/outbound`. */
+  readonly smtpUrl: string | undefined
 }
 
 const httpUrl = (name: string, raw: string | undefined): string | undefined => {
@@ -45,6 +47,20 @@ const integer = (name: string, raw: string | undefined, fallback: number, min: n
   return value
 }
 
+const smtpUrl = (raw: string | undefined): string | undefined => {
+  if (raw === undefined || raw === "") return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new Error(`OMNI_SMTP_URL must be an smtp:// or smtps:// URL, got ${JSON.stringify(raw.replace(/\/\/[^@/]*@/, "//…@"))}`)
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") {
+    throw new Error(`OMNI_SMTP_URL must be an smtp:// or smtps:// URL, got ${JSON.stringify(url.protocol)}`)
+  }
+  return raw
+}
+
 /** Reads and checks the configuration; throws with a message naming the bad variable. */
 export const readConfig = (env: Readonly<Record<string, string | undefined>>): HostConfig => {
   const dataDir = env.OMNI_DATA_DIR || "./data"
@@ -64,6 +80,7 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     leaseSeconds: integer("OMNI_LEASE_SECONDS", env.OMNI_LEASE_SECONDS, 120, 5, 3600),
     chatappGraphUrl: httpUrl("OMNI_CHATAPP_GRAPH_URL", env.OMNI_CHATAPP_GRAPH_URL),
     chatappAppSecret: env.OMNI_CHATAPP_APP_SECRET || undefined,
-    chatappVerifyToken: env.OMNI_CHATAPP_VERIFY_TOKEN || undefined
+    chatappVerifyToken: env.OMNI_CHATAPP_VERIFY_TOKEN || undefined,
+    smtpUrl: smtpUrl(env.OMNI_SMTP_URL)
   }
 }

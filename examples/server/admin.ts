@@ -13,7 +13,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   user create --email E
   billing-account create --user ID [--name N]
   tenant set-sms --tenant ID --enabled true|false
-  channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T`
+  channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T
+  email-integration create --tenant ID --address A [--display-name N]`
 
 type Flags = Readonly<Record<string, string | true>>
 
@@ -86,6 +87,12 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
         )
         return yield* operator.createChannel({ tenantId: required(flags, "tenant"), type, inputs })
       }
+      case "email-integration create":
+        return yield* operator.createEmailIntegration({
+          tenantId: required(flags, "tenant"),
+          address: required(flags, "address"),
+          displayName: text(flags, "display-name")
+        })
       default:
         throw new UsageError(words.length === 0 ? "no command given" : `unknown command: ${words.join(" ")}`)
     }
@@ -113,6 +120,8 @@ const main = async () => {
   // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
   const app = await make({
     storage: storageFor(config.databaseUrl, { checkpoints: "inline" }),
+    // URLs a command prints (an email integration's inbound URL) point where the server listens.
+    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
     ...(outbound === undefined ? {} : operatorOptions(config, outbound))
   })
   try {

@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
 import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
+import { makeFileMailer, makeSmtpMailer } from "omnichannel-core/mail"
 import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { readConfig } from "./Config.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
@@ -30,12 +31,16 @@ const main = async () => {
   let boundUrl = `http://${config.host}:${config.port}`
   const outbound = makeGuardedHttp({ allow: config.outboundAllow })
   const files = fileOptions(config)
+  // Outbound email: SMTP when OMNI_SMTP_URL is set, else one RFC 5322 file per email.
+  const smtp = config.smtpUrl === undefined ? undefined : makeSmtpMailer(config.smtpUrl)
+  const mailer = smtp?.mailer ?? makeFileMailer(join(config.dataDir, "mail", "outbound"))
   const app = await make({
     storage: storageFor(config.databaseUrl),
     clock: clock?.clock,
     ...operatorOptions(config, outbound),
     blobStore: makeFileBlobStore(files.filesDir),
     multipart: busboyMultipart,
+    mailer,
     downloads: files.downloads,
     outbound,
     signer: nodeHmacSigner,
@@ -74,6 +79,7 @@ const main = async () => {
     await workers.stop()
     await app.dispose()
     await outbound.close()
+    await smtp?.close()
   }
   const server = await serve(handler, { port: config.port, host: config.host }).catch(async (error: unknown) => {
     await release()

@@ -51,6 +51,11 @@ import { SendingLimitService } from "../channels/SendingLimitService.ts"
 import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
 import { templateRoutes } from "../templates/TemplateRoutes.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
+import { emailRoutes } from "../email/EmailRoutes.ts"
+import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
+import { EmailHandlers } from "../kernel/EmailEvents.ts"
+import { PublicUrl } from "../kernel/PublicUrl.ts"
+import { Mailer, MailerError } from "../ports/Mailer.ts"
 
 /**
  * What the host configures: channel providers, where connect links point, outbound HTTP, notices,
@@ -67,6 +72,8 @@ export type HostServices =
   | BlobStore
   | DownloadLinks
   | MultipartReader
+  | Mailer
+  | PublicUrl
 
 /** The library's own services. */
 export type CoreServices =
@@ -89,6 +96,8 @@ export type CoreServices =
   | TemplateLibraryService
   | TemplateService
   | SendingLimitService
+  | EmailService
+  | EmailHandlers
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
@@ -138,6 +147,11 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
       })
     )
   ).pipe(
+    Layer.provideMerge(Layer.effect(
+      EmailHandlers,
+      Effect.map(EmailService, (email) => EmailHandlers.of({ received: email.received }))
+    )),
+    Layer.provideMerge(EmailService.layer),
     Layer.provideMerge(chatappHandlersLayer),
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
@@ -159,7 +173,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...conversationRoutes,
   ...messageRoutes,
   ...templateRoutes,
-  ...attachmentRoutes
+  ...attachmentRoutes,
+  ...emailRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
@@ -216,6 +231,11 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    * `POST /attachments/upload` answers 400.
    */
   readonly multipart?: MultipartReader["Service"]
+  /**
+   * Sends email: `makeSmtpMailer(url).mailer` or `makeFileMailer(dir)` from `omnichannel-core/mail`.
+   * Without one, every send fails with 503 and the email is stored `failed`.
+   */
+  readonly mailer?: Mailer["Service"]
 }
 
 const noMultipart = MultipartReader.of({
@@ -251,6 +271,10 @@ const noChatPlatform: ChatPlatform["Service"] = (() => {
   })
 })()
 
+const noMailer = Mailer.of({
+  send: () => Effect.fail(new MailerError({ reason: "Unavailable", message: "no mail transport is configured" }))
+})
+
 const logNotifier = Notifier.of({
   send: (notification: Notification) =>
     Effect.logInfo(`notification to ${notification.to}: ${notification.subject}`)
@@ -283,7 +307,7 @@ export interface Omnichannel {
   readonly apiHandler: ApiHandler
   /** The connect page alone (paths below `connectPath`). */
   readonly connectPageHandler: ApiHandler
-  /** The operator's webhooks alone (`GET` and `POST /webhooks/chatapp`). */
+  /** Inbound traffic alone: the operator's webhooks (`GET` and `POST /webhooks/chatapp`) and received email (`POST /webhooks/email/{id}`). */
   readonly inboundHandler: ApiHandler
   /** Attachment downloads alone (signed links below the files path). */
   readonly fileHandler: ApiHandler
@@ -324,6 +348,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     ),
     Layer.succeed(BlobStore, options.blobStore ?? makeMemoryBlobStore()),
     Layer.succeed(MultipartReader, options.multipart ?? noMultipart),
+    Layer.succeed(Mailer, options.mailer ?? noMailer),
+    Layer.succeed(PublicUrl, PublicUrl.of({ base: publicUrlOf })),
     Layer.succeed(DownloadLinks, makeDownloadLinks({
       secret: options.downloads?.secret ?? random(),
       publicUrl: publicUrlOf,
@@ -350,7 +376,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       handler: (request) => {
         const { pathname } = new URL(request.url)
         if (below(pathname, connectPath)) return connectPageHandler(request)
-        if (pathname === CHATAPP_WEBHOOK_PATH) return inboundHandler(request)
+        if (pathname === CHATAPP_WEBHOOK_PATH || pathname.startsWith(EMAIL_WEBHOOK_PREFIX)) return inboundHandler(request)
         if (below(pathname, filesPath)) return fileHandler(request)
         return apiHandler(request)
       },

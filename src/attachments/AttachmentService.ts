@@ -4,7 +4,7 @@ import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore.ts"
-import { BlobStore, type BlobStoreError } from "../ports/BlobStore.ts"
+import { BlobStore, BlobStoreError } from "../ports/BlobStore.ts"
 import { MultipartReader } from "../ports/MultipartReader.ts"
 import { OutboundHttp } from "../ports/OutboundHttp.ts"
 import type { MessageAttachment } from "./Attachment.ts"
@@ -76,8 +76,22 @@ export class AttachmentService extends Context.Service<AttachmentService, {
     tenantId: string,
     messageIds: ReadonlyArray<string>
   ) => Effect.Effect<ReadonlyArray<AttachmentRecord>, StorageError>
+  /** A freshly signed download link of the tenant's attachment `id`. */
+  readonly linkTo: (tenantId: string, id: string) => Effect.Effect<string>
   /** The API's form of an attachment, with a freshly signed download link. */
   readonly toWire: (record: AttachmentRecord) => Effect.Effect<MessageAttachment>
+  /**
+   * Points stored attachments at the outbound message that carries them, each unless a message
+   * carries it already (an upload sent twice stays with its first message).
+   */
+  readonly carry: (
+    tenantId: string,
+    attachmentIds: ReadonlyArray<string>,
+    messageId: string,
+    conversationId: string
+  ) => Effect.Effect<void, StorageError>
+  /** An attachment's whole bytes (for a file an email carries; callers bound the size first). */
+  readonly bytesOf: (record: AttachmentRecord) => Effect.Effect<Uint8Array, BlobStoreError>
   /** The record and its bytes, for the download handler; none when either is missing. */
   readonly open: (
     tenantId: string,
@@ -170,6 +184,7 @@ export class AttachmentService extends Context.Service<AttachmentService, {
             created_at: record.created_at
           }
         }),
+        linkTo: (tenantId, id) => links.sign(tenantId, id),
         toWire: Effect.fn("AttachmentService.toWire")(function*(record: AttachmentRecord) {
           return {
             id: record.id,
@@ -178,6 +193,24 @@ export class AttachmentService extends Context.Service<AttachmentService, {
             file_size: record.file_size,
             url: yield* links.sign(record.tenant_id, record.id)
           }
+        }),
+        carry: Effect.fn("AttachmentService.carry")(function*(tenantId, attachmentIds, messageId, conversationId) {
+          const loose: Array<string> = []
+          for (const id of attachmentIds) {
+            const found = yield* attachments.get(tenantId, id)
+            if (Option.isSome(found) && found.value.message_id === null) loose.push(id)
+          }
+          yield* attachments.attach(tenantId, loose, messageId, conversationId)
+        }),
+        bytesOf: Effect.fn("AttachmentService.bytesOf")(function*(record) {
+          const stream = yield* blobs.get(record.blob_key)
+          if (Option.isNone(stream)) {
+            return yield* new BlobStoreError({ message: `the bytes of attachment ${record.id} are missing` })
+          }
+          return yield* Effect.tryPromise({
+            try: async () => new Uint8Array(await new Response(stream.value).arrayBuffer()),
+            catch: (cause) => new BlobStoreError({ message: `could not read attachment ${record.id}`, cause })
+          })
         }),
         open: Effect.fn("AttachmentService.open")(function*(tenantId, id) {
           const found = yield* attachments.get(tenantId, id)

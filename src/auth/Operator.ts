@@ -12,6 +12,7 @@ import { Transactor } from "../ports/Transactor.ts"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ChannelProviders } from "../ports/ChannelProviders.ts"
 import { TenantService } from "../tenants/TenantService.ts"
+import { EmailService } from "../email/EmailService.ts"
 import { API_KEY_KIND, USER_TOKEN_KIND } from "./ApiKeyAuth.ts"
 
 /** A new API key; `api_key` is the only time the raw key is ever shown. */
@@ -38,6 +39,15 @@ export interface Bootstrapped extends IssuedUser {
 }
 
 type OperatorError = InvalidRequest | NotFound | Conflict | StorageError
+
+/** What `email-integration create` prints. */
+export interface CreatedEmailIntegration {
+  readonly email_integration_id: string
+  readonly tenant_id: string
+  readonly address: string
+  readonly inbound_url: string
+  readonly inbound_secret: string
+}
 
 /** What `channel create` prints. */
 export interface CreatedChannel {
@@ -80,6 +90,12 @@ export class Operator extends Context.Service<Operator, {
     readonly type: string
     readonly inputs: Readonly<Record<string, string>>
   }) => Effect.Effect<CreatedChannel, OperatorError>
+  /** A mailbox of a tenant (HOST.md's `email-integration create`); the inbound secret is shown this once. */
+  readonly createEmailIntegration: (input: {
+    readonly tenantId: string
+    readonly address: string
+    readonly displayName?: string | undefined
+  }) => Effect.Effect<CreatedEmailIntegration, OperatorError>
   /** A new owner user, a billing account they own, a tenant in it and a parent key holding every scope. */
   readonly bootstrap: (input: {
     readonly email?: string
@@ -95,6 +111,7 @@ export class Operator extends Context.Service<Operator, {
       const transactor = yield* Transactor
       const channels = yield* ChannelService
       const providers = yield* ChannelProviders
+      const email = yield* EmailService
 
       const createUser = Effect.fn("Operator.createUser")(function*(email: string) {
         if (!EMAIL_PATTERN.test(email.trim()) || email.length > 254) {
@@ -177,6 +194,33 @@ export class Operator extends Context.Service<Operator, {
         }
       })
 
+      const createEmailIntegration = Effect.fn("Operator.createEmailIntegration")(function*(input: {
+        readonly tenantId: string
+        readonly address: string
+        readonly displayName?: string | undefined
+      }) {
+        if (Option.isNone(yield* tenants.get(input.tenantId))) {
+          return yield* new NotFound({ message: `Tenant ${input.tenantId} not found` })
+        }
+        if (!EMAIL_PATTERN.test(input.address.trim()) || input.address.length > 254) {
+          return yield* InvalidRequest.single(["address"], "Must be an email address")
+        }
+        if (input.displayName !== undefined && /[\r\n\0]/.test(input.displayName)) {
+          return yield* InvalidRequest.single(["display_name"], "Must not contain line breaks")
+        }
+        const created = yield* email.createIntegration(input.tenantId, {
+          address: input.address.trim(),
+          ...(input.displayName === undefined ? {} : { display_name: input.displayName })
+        })
+        return {
+          email_integration_id: created.id,
+          tenant_id: created.tenant_id,
+          address: created.address,
+          inbound_url: created.inbound_url,
+          inbound_secret: created.inbound_secret
+        }
+      })
+
       const createChannel = Effect.fn("Operator.createChannel")(function*(input: {
         readonly tenantId: string
         readonly type: string
@@ -215,6 +259,7 @@ export class Operator extends Context.Service<Operator, {
 
       return Operator.of({
         createChannel,
+        createEmailIntegration,
         createUser,
         createBillingAccount,
         createApiKey,

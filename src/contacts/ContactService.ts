@@ -36,6 +36,16 @@ export class ContactService extends Context.Service<ContactService, {
     phone: string,
     name: string | null
   ) => Effect.Effect<{ readonly contact: ContactRecord; readonly created: boolean }, StorageError>
+  /**
+   * The tenant's contact with this email address (compared lower-cased), or a new one named `name`
+   * (`contact.created`): how a sender of mail becomes a contact. Joins the caller's transaction, like
+   * `findOrCreateByPhone`.
+   */
+  readonly findOrCreateByEmail: (
+    tenantId: string,
+    email: string,
+    name: string | null
+  ) => Effect.Effect<{ readonly contact: ContactRecord; readonly created: boolean }, StorageError>
   /** Applies the given fields; emits `contact.updated` only when something actually changed. */
   readonly update: (
     tenantId: string,
@@ -70,6 +80,32 @@ export class ContactService extends Context.Service<ContactService, {
             : e
         ))
 
+      const findOrCreate = Effect.fnUntraced(function*(
+        tenantId: string,
+        field: "phone" | "email",
+        value: string,
+        name: string | null
+      ) {
+        const found = yield* contacts.findBy(tenantId, field, value)
+        if (Option.isSome(found)) return { contact: found.value, created: false }
+        const contact: ContactRecord = {
+          id: yield* newId,
+          tenant_id: tenantId,
+          name: name?.trim().slice(0, 200) || null,
+          phone: field === "phone" ? value : null,
+          email: field === "email" ? value : null,
+          language: null,
+          custom_fields: {},
+          created_at: yield* now,
+          updated_at: null
+        }
+        yield* contacts.insert(contact)
+        yield* outbox.append([
+          yield* makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } })
+        ])
+        return { contact, created: true }
+      })
+
       return ContactService.of({
         create: Effect.fn("ContactService.create")(function*(tenantId, request) {
           if (request.name === undefined && request.phone === undefined && request.email === undefined) {
@@ -96,24 +132,10 @@ export class ContactService extends Context.Service<ContactService, {
           })))
         }),
         findOrCreateByPhone: Effect.fn("ContactService.findOrCreateByPhone")(function*(tenantId, phone, name) {
-          const found = yield* contacts.findBy(tenantId, "phone", phone)
-          if (Option.isSome(found)) return { contact: found.value, created: false }
-          const contact: ContactRecord = {
-            id: yield* newId,
-            tenant_id: tenantId,
-            name: name?.trim().slice(0, 200) || null,
-            phone,
-            email: null,
-            language: null,
-            custom_fields: {},
-            created_at: yield* now,
-            updated_at: null
-          }
-          yield* contacts.insert(contact)
-          yield* outbox.append([
-            yield* makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } })
-          ])
-          return { contact, created: true }
+          return yield* findOrCreate(tenantId, "phone", phone, name)
+        }),
+        findOrCreateByEmail: Effect.fn("ContactService.findOrCreateByEmail")(function*(tenantId, email, name) {
+          return yield* findOrCreate(tenantId, "email", normalizeEmail(email), name)
         }),
         get: Effect.fn("ContactService.get")(function*(tenantId, id) {
           const found = yield* contacts.get(tenantId, id)

@@ -8,6 +8,8 @@ export const Conversation = Schema.Struct({
   tenant_id: Schema.String,
   channel_id: Schema.String,
   contact_id: Schema.String,
+  /** `chat`: one open per contact and channel; `email`: a thread of a mailbox (`channel_id` is the email integration's id). */
+  kind: Schema.Literals(["chat", "email"]),
   status: Schema.Literals(["open", "closed"]),
   subject: Schema.NullOr(Schema.String),
   created_at: Schema.String,
@@ -28,6 +30,7 @@ export const toConversation = (record: ConversationRecord): Conversation => ({
   tenant_id: record.tenant_id,
   channel_id: record.channel_id,
   contact_id: record.contact_id,
+  kind: record.kind,
   status: record.status,
   subject: record.subject,
   created_at: record.created_at,

@@ -24,6 +24,16 @@ export class ConversationService extends Context.Service<ConversationService, {
     readonly channelId: string
     readonly contactId: string
   }) => Effect.Effect<{ readonly conversation: ConversationRecord; readonly created: boolean }, StorageError>
+  /**
+   * A new email thread of the contact on a mailbox (`conversation.created`), with its subject; a
+   * contact may have several open at once. Joins the caller's transaction.
+   */
+  readonly startThread: (input: {
+    readonly tenantId: string
+    readonly channelId: string
+    readonly contactId: string
+    readonly subject: string | null
+  }) => Effect.Effect<ConversationRecord, StorageError>
   /** Records a message in the conversation at `at`: its last activity and, for inbound ones, the customer-service window. */
   readonly noteMessage: (
     conversation: ConversationRecord,
@@ -67,6 +77,27 @@ export class ConversationService extends Context.Service<ConversationService, {
             yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
           ])
           return { conversation, created: true }
+        }),
+        startThread: Effect.fn("ConversationService.startThread")(function*({ tenantId, channelId, contactId, subject }) {
+          const conversation: ConversationRecord = {
+            id: yield* newId,
+            tenant_id: tenantId,
+            channel_id: channelId,
+            contact_id: contactId,
+            kind: "email",
+            status: "open",
+            subject,
+            created_at: yield* now,
+            updated_at: null,
+            closed_at: null,
+            last_message_at: null,
+            last_inbound_at: null
+          }
+          yield* conversations.insert(conversation)
+          yield* outbox.append([
+            yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
+          ])
+          return conversation
         }),
         noteMessage: Effect.fn("ConversationService.noteMessage")(function*(conversation, message) {
           const later = (current: string | null) => (current === null || message.at > current ? message.at : current)

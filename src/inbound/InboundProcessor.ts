@@ -13,10 +13,11 @@ import {
   type PreparedStep,
   RetryLater
 } from "../kernel/ChatappEvents.ts"
+import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { newId } from "../kernel/Id.ts"
 import { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis, now } from "../kernel/Timestamp.ts"
-import { type InboundClaim, type InboundOutcome, InboundStore } from "../ports/InboundStore.ts"
+import { type InboundClaim, type InboundOutcome, type InboundSource, InboundStore } from "../ports/InboundStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { parseChatappPayload } from "./ChatappWebhook.ts"
 
@@ -59,6 +60,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const store = yield* InboundStore
     const channels = yield* ChannelService
     const handlers = yield* ChatappHandlers
+    const email = yield* EmailHandlers
     const transactor = yield* Transactor
 
     // Own properties only: a field named `constructor` or `__proto__` has no handler.
@@ -78,9 +80,9 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
 
     // Runs `work` in a transaction together with the item's de-duplication key, unless the key was
     // handled already; `false` then.
-    const once = <E>(key: string, work: Effect.Effect<void, E | StorageError>) =>
+    const once = <E>(key: string, work: Effect.Effect<void, E | StorageError>, source: InboundSource = "chatapp") =>
       withConflictRetry(transactor.withTransaction(Effect.gen(function*() {
-        if (!(yield* store.markHandled("chatapp", key, yield* now))) return false
+        if (!(yield* store.markHandled(source, key, yield* now))) return false
         yield* work
         return true
       })))
@@ -160,9 +162,29 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         ? { status: "failed", note: retry }
         : { status: "pending", note: retry, nextAttemptAt: fromMillis(nowMs + retryDelaySeconds(attempts) * 1000) }
 
+    // A received email is one item: the mail area de-duplicates, threads and stores it.
+    const tryEmail = Effect.fnUntraced(function*(claim: InboundClaim) {
+      const { payload } = claim
+      const exit = yield* Effect.exit(email.received({
+        payloadId: payload.id,
+        integrationId: payload.route_key ?? "",
+        raw: payload.body,
+        attempt: payload.attempts,
+        lastAttempt: payload.attempts >= settings.maxAttempts,
+        once: (key, work) => once(key, work, "email"),
+        wasHandled: (key) => store.wasHandled("email", key)
+      }))
+      if (exit._tag === "Success") return { retry: null, notes: exit.value ?? "" }
+      const error = Cause.findErrorOption(exit.cause)
+      const reason = Option.isSome(error) ? error.value.message : `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
+      yield* Effect.logWarning(`inbound email ${payload.id} not handled: ${reason}`)
+      return { retry: `email: ${reason}`, notes: "" }
+    })
+
     // Every event of the payload; the first that was not handled is what the payload is retried for.
     const tryOnce = Effect.fnUntraced(function*(claim: InboundClaim) {
       const { payload } = claim
+      if (payload.source === "email") return yield* tryEmail(claim)
       const notes: Array<string> = []
       let retry: string | null = null
       const parsed = yield* parseChatappPayload(payload.body)

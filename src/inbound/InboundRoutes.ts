@@ -1,6 +1,10 @@
 import { Effect, Option } from "effect"
 import { readLimited } from "../http/RequestBody.ts"
+import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
 import { InboundService } from "./InboundService.ts"
+
+/** Largest received email the inbound route takes: 20 MB of files grow by a third in base64, plus bodies. */
+export const MAX_RECEIVED_EMAIL_BYTES = 40 * 1024 * 1024
 
 /** Where the operator's webhooks arrive, below the public URL. */
 export const CHATAPP_WEBHOOK_PATH = "/webhooks/chatapp"
@@ -14,15 +18,51 @@ const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
 
 /**
- * The handler of `GET` and `POST /webhooks/chatapp` (outside `/api/v1`): the handshake answers the
- * challenge as plain text; a signed payload is stored and answered 200 before anything else happens.
+ * The handler of `GET` and `POST /webhooks/chatapp` and `POST /webhooks/email/{id}` (outside
+ * `/api/v1`): the handshake answers the challenge as plain text; a signed payload or an email with
+ * its integration's secret is stored and answered 200 before anything else happens.
  */
 export const makeInboundHandler = Effect.gen(function*() {
   const context = yield* Effect.context<InboundService>()
   const service = yield* InboundService
 
+  // `POST /webhooks/email/{id}`: one received email, raw RFC 5322, opened by the integration's secret.
+  const receiveEmail = (request: Request, integrationId: string): Effect.Effect<Response> => {
+    if (request.method !== "POST") return Effect.succeed(new Response(null, { status: 405, headers: { allow: "POST" } }))
+    const contentType = request.headers.get("content-type")
+    const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase()
+    if (mediaType !== "message/rfc822" && mediaType !== "application/octet-stream" && mediaType !== "text/plain") {
+      return Effect.succeed(json(415, { detail: "Send the email as raw RFC 5322 bytes with Content-Type: message/rfc822" }))
+    }
+    return Effect.gen(function*() {
+      // The secret is checked before the body is read: a stranger's upload is not taken in.
+      if (!(yield* service.authenticateEmail(integrationId, request.headers.get("authorization")))) {
+        return json(401, { detail: "Invalid credentials" })
+      }
+      const body = yield* readLimited(request, MAX_RECEIVED_EMAIL_BYTES)
+      if (body.length === 0) return json(400, { detail: "The email is empty" })
+      const outcome = yield* service.receiveEmail(
+        integrationId,
+        request.headers.get("authorization"),
+        body as Uint8Array<ArrayBuffer>,
+        contentType
+      )
+      return outcome.stored ? json(200, { received: true, id: outcome.id }) : json(401, { detail: "Invalid credentials" })
+    }).pipe(
+      Effect.catchTags({
+        PayloadTooLarge: () =>
+          Effect.succeed(json(413, { detail: `An email may be at most ${MAX_RECEIVED_EMAIL_BYTES / 1024 / 1024} MB` })),
+        BadRequest: (error) => Effect.succeed(json(400, { detail: error.message })),
+        StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" }))
+      })
+    )
+  }
+
   const handle = (request: Request): Effect.Effect<Response> => {
     const url = new URL(request.url)
+    if (url.pathname.startsWith(EMAIL_WEBHOOK_PREFIX)) {
+      return receiveEmail(request, decodeURIComponent(url.pathname.slice(EMAIL_WEBHOOK_PREFIX.length)))
+    }
     if (url.pathname !== CHATAPP_WEBHOOK_PATH) return Effect.succeed(json(404, { detail: "Not Found" }))
     if (request.method === "GET") {
       return Effect.succeed(Option.match(service.handshake(url.searchParams), {

@@ -3,6 +3,7 @@ import { newId } from "../kernel/Id.ts"
 import { constantTimeEqual } from "../kernel/Secret.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
+import { EmailService } from "../email/EmailService.ts"
 import { InboundStore } from "../ports/InboundStore.ts"
 import { ChatappWebhookSettings } from "./ChatappWebhookSettings.ts"
 import { verifyHubSignature } from "./HubSignature.ts"
@@ -21,6 +22,19 @@ export class InboundService extends Context.Service<InboundService, {
     signature: string | null,
     contentType: string | null
   ) => Effect.Effect<ReceiveOutcome, StorageError>
+  /** Whether `authorization` opens the inbound route of email integration `integrationId` (checked before a body is read). */
+  readonly authenticateEmail: (integrationId: string, authorization: string | null) => Effect.Effect<boolean, StorageError>
+  /**
+   * Checks the inbound secret of email integration `integrationId` (`Authorization: Bearer …`) and
+   * stores the received email's bytes for background processing. A wrong secret, or an unknown or
+   * disabled integration, stores nothing (and says no more than that).
+   */
+  readonly receiveEmail: (
+    integrationId: string,
+    authorization: string | null,
+    body: Uint8Array<ArrayBuffer>,
+    contentType: string | null
+  ) => Effect.Effect<ReceiveOutcome, StorageError>
   /** The answer to the operator's subscription handshake: the challenge when mode and token match. */
   readonly handshake: (query: URLSearchParams) => Option.Option<string>
 }>()("omnichannel-core/inbound/InboundService") {
@@ -29,26 +43,40 @@ export class InboundService extends Context.Service<InboundService, {
     Effect.gen(function*() {
       const store = yield* InboundStore
       const settings = yield* ChatappWebhookSettings
+      const email = yield* EmailService
+      const keep = Effect.fnUntraced(function*(
+        source: "chatapp" | "email",
+        routeKey: string | null,
+        body: Uint8Array,
+        contentType: string | null
+      ) {
+        const at = yield* now
+        const id = yield* newId
+        yield* store.insert({
+          id,
+          source,
+          route_key: routeKey,
+          body,
+          content_type: contentType,
+          received_at: at,
+          status: "pending",
+          attempts: 0,
+          next_attempt_at: at,
+          lease_until: null,
+          processed_at: null,
+          note: null
+        })
+        return { stored: true, id } as const
+      })
       return InboundService.of({
         receiveChatapp: Effect.fn("InboundService.receiveChatapp")(function*(body, signature, contentType) {
           if (!(yield* verifyHubSignature(settings.appSecret, signature, body))) return { stored: false } as const
-          const at = yield* now
-          const id = yield* newId
-          yield* store.insert({
-            id,
-            source: "chatapp",
-            route_key: null,
-            body,
-            content_type: contentType,
-            received_at: at,
-            status: "pending",
-            attempts: 0,
-            next_attempt_at: at,
-            lease_until: null,
-            processed_at: null,
-            note: null
-          })
-          return { stored: true, id } as const
+          return yield* keep("chatapp", null, body, contentType)
+        }),
+        authenticateEmail: (integrationId, authorization) => email.authenticateInbound(integrationId, authorization),
+        receiveEmail: Effect.fn("InboundService.receiveEmail")(function*(integrationId, authorization, body, contentType) {
+          if (!(yield* email.authenticateInbound(integrationId, authorization))) return { stored: false } as const
+          return yield* keep("email", integrationId.toLowerCase(), body, contentType)
         }),
         handshake: (query) => {
           const token = query.get("hub.verify_token") ?? ""

@@ -34,3 +34,18 @@ export const UuidString = Schema.String.check(
     SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })
   )
 )
+
+/**
+ * An attachment id in a send request's list: a UUID, decoded lower-cased. Anything else (a raw URL,
+ * typically) fails naming its element, with the way to send a file from a URL.
+ */
+export const AttachmentIdString = Schema.String.check(
+  Schema.isPattern(UUID_PATTERN, {
+    message: "Must be an attachment id (a UUID); to send a file from a URL, call POST /attachments/from-url first and pass the id it returns"
+  })
+).pipe(
+  Schema.decodeTo(
+    Schema.String,
+    SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })
+  )
+)

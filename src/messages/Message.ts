@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AttachmentIdString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import { MessageAttachment } from "../attachments/AttachmentService.ts"
 import type { MessageRecord } from "../ports/MessageStore.ts"
@@ -37,13 +38,17 @@ export type Message = typeof Message.Type
 /** Response of `GET /messages`. */
 export const MessageList = Schema.Struct({ items: Schema.Array(Message), pagination: PaginationInfo })
 
-/** Body of `POST /messages`: chat-app text in an open conversation. */
+/** Body of `POST /messages`: chat-app text, or an email's plain text, subject and files, in an open conversation. */
 export const SendMessageRequest = Schema.Struct({
   conversation_id: Schema.String,
   text: Schema.optionalKey(Schema.String),
   message_type: Schema.optionalKey(Schema.String),
-  subject: Schema.optionalKey(Schema.String),
-  attachments: Schema.optionalKey(Schema.Array(Schema.String))
+  subject: Schema.optionalKey(Schema.String.check(
+    Schema.isMaxLength(998),
+    Schema.isPattern(/^[^\r\n\0]*$/, { message: "Must not contain line breaks" })
+  )),
+  /** Attachment ids from the upload endpoints; a raw URL is refused (fetch it with from-url first). */
+  attachments: Schema.optionalKey(Schema.Array(AttachmentIdString))
 })
 /** Body of `POST /messages`. */
 export type SendMessageRequest = typeof SendMessageRequest.Type

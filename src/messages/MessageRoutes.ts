@@ -4,6 +4,9 @@ import { pathId, UuidString } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
 import { Message, MessageList, SendMessageRequest } from "./Message.ts"
 import { MessageService } from "./MessageService.ts"
+import { ConversationService } from "../conversations/ConversationService.ts"
+import { EmailService } from "../email/EmailService.ts"
+import { NotFound } from "../kernel/ApiError.ts"
 
 /** Default and largest `page_size` of `GET /messages`. */
 export const MESSAGES_PAGE_SIZE = { default: 50, max: 200 } as const
@@ -52,12 +55,24 @@ export const messageRoutes = [
     path: "/messages",
     operationId: "sendMessage",
     summary:
-      "Send chat-app text in a conversation (message.sent). Only within the operator's 24-hour customer-service window; outside it, send an approved template",
+      "Send in a conversation (message.sent). Chat-app: text, only within the operator's 24-hour customer-service window (outside it, send an approved template). Email: plain text and files (attachment ids from the upload endpoints) in one email, all as regular file attachments, at most 20 MB in all; subject required unless the conversation has one",
     tag: "Messages",
     auth: { kind: "api_key", scopes: ["messages:create"] },
     body: SendMessageRequest,
-    response: { status: 201, schema: Message, description: "The message, accepted by the operator (status sent)" },
-    errors: [404, 422, 429, 502, 503],
-    handle: ({ principal, body }) => Effect.flatMap(MessageService, (service) => service.send(principal.tenantId, body))
+    response: { status: 201, schema: Message, description: "The message, accepted by the operator or the mail server (status sent)" },
+    errors: [404, 413, 422, 429, 502, 503],
+    handle: ({ principal, body }) =>
+      Effect.gen(function*() {
+        const messages = yield* MessageService
+        const email = yield* EmailService
+        const conversation = yield* Effect.catchTag(
+          (yield* ConversationService).get(principal.tenantId, body.conversation_id.toLowerCase()),
+          "NotFound",
+          () => Effect.fail(new NotFound({ message: `Conversation ${body.conversation_id} not found` }))
+        )
+        if (!email.isEmailConversation(conversation)) return yield* messages.send(principal.tenantId, body)
+        const id = yield* email.sendInConversation(conversation, body)
+        return yield* messages.get(principal.tenantId, id)
+      })
   })
 ]

@@ -19,7 +19,8 @@ import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { ChatPlatform, type ChatappCredentials, type ChatappOutboundMessage } from "../ports/ChatPlatform.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
-import { type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
+import { type MessageError, type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
@@ -56,6 +57,24 @@ export interface OutboundDelivery {
   readonly operatorMessage: ChatappOutboundMessage
 }
 
+/** A message another area received (an email), with its files prepared in the blob store. */
+export interface ReceivedMessage {
+  readonly conversation: ConversationRecord
+  readonly messageType: string
+  readonly text: string | null
+  readonly content: Readonly<Record<string, unknown>>
+  readonly files: ReadonlyArray<PreparedAttachment>
+}
+
+/** A message another area is about to hand to its own transport (an email), with stored attachments it carries. */
+export interface OutgoingMessage {
+  readonly conversation: ConversationRecord
+  readonly messageType: string
+  readonly text: string | null
+  readonly content: Readonly<Record<string, unknown>>
+  readonly attachmentIds: ReadonlyArray<string>
+}
+
 /** Messages: received from the operator, sent through it, their statuses, read through the API. */
 export class MessageService extends Context.Service<MessageService, {
   /** The inbound handler that stores a message in its contact's conversation; it runs last. */
@@ -73,6 +92,24 @@ export class MessageService extends Context.Service<MessageService, {
    * naming the stored message).
    */
   readonly deliver: (input: OutboundDelivery) => Effect.Effect<Message, OperatorFailed | StorageError>
+  /**
+   * Stores a message another area received, with its files, in the caller's transaction: the
+   * conversation's activity is noted and `message.received` emitted. Resolves to the stored message
+   * and its files' records.
+   */
+  readonly recordReceived: (
+    input: ReceivedMessage
+  ) => Effect.Effect<{ readonly message: MessageRecord; readonly files: ReadonlyArray<AttachmentRecord> }, StorageError>
+  /**
+   * Stores an outbound message another area sends by its own transport, `pending`, before the
+   * transport is asked (a crash in between leaves a message, not nothing); attachments not yet
+   * carried by a message are pointed at it.
+   */
+  readonly recordPending: (input: OutgoingMessage) => Effect.Effect<MessageRecord, StorageError>
+  /** The transport took a pending message: `sent` (`message.sent`), the conversation's activity noted. */
+  readonly markSent: (message: MessageRecord, externalId: string | null) => Effect.Effect<Message, StorageError>
+  /** The transport refused a pending message: `failed` with why. */
+  readonly markFailed: (message: MessageRecord, error: MessageError) => Effect.Effect<MessageRecord, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Message, NotFound | StorageError>
   /** One page of a conversation's messages, oldest first. */
   readonly list: (
@@ -308,6 +345,76 @@ export class MessageService extends Context.Service<MessageService, {
         }))
       })
 
+      const blank = (input: {
+        readonly conversation: ConversationRecord
+        readonly messageType: string
+        readonly text: string | null
+        readonly content: Readonly<Record<string, unknown>>
+      }) =>
+        Effect.gen(function*() {
+          const { conversation } = input
+          return {
+            id: yield* newId,
+            tenant_id: conversation.tenant_id,
+            conversation_id: conversation.id,
+            channel_id: conversation.channel_id,
+            contact_id: conversation.contact_id,
+            message_type: input.messageType,
+            text: input.text,
+            content: input.content,
+            external_id: null,
+            error: null,
+            created_at: yield* now,
+            updated_at: null,
+            sent_at: null,
+            delivered_at: null,
+            read_at: null,
+            failed_at: null
+          }
+        })
+
+      const recordReceived = Effect.fn("MessageService.recordReceived")(function*(input: ReceivedMessage) {
+        const message: MessageRecord = { ...(yield* blank(input)), direction: "inbound", status: "received" }
+        yield* messages.insert(message)
+        const files = yield* Effect.forEach(input.files, (file) =>
+          attachments.record(file, { messageId: message.id, conversationId: input.conversation.id }))
+        yield* conversations.noteMessage(input.conversation, { at: message.created_at, inbound: true })
+        const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
+        yield* outbox.append([yield* messageEvent("message.received", wire)])
+        return { message, files }
+      })
+
+      const recordPending = Effect.fn("MessageService.recordPending")(function*(input: OutgoingMessage) {
+        const message: MessageRecord = { ...(yield* blank(input)), direction: "outbound", status: "pending" }
+        yield* transactor.withTransaction(Effect.gen(function*() {
+          yield* messages.insert(message)
+          yield* attachments.carry(message.tenant_id, input.attachmentIds, message.id, message.conversation_id)
+        }))
+        return message
+      })
+
+      const markSent = Effect.fn("MessageService.markSent")(function*(message: MessageRecord, externalId: string | null) {
+        return yield* transactor.withTransaction(Effect.gen(function*() {
+          const sentAt = yield* now
+          const sent: MessageRecord = { ...message, status: "sent", external_id: externalId, sent_at: sentAt, updated_at: sentAt }
+          yield* messages.update(message.tenant_id, sent)
+          const conversation = yield* conversations.get(message.tenant_id, message.conversation_id).pipe(
+            Effect.catchTag("NotFound", () => Effect.succeed(null))
+          )
+          if (conversation !== null) yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
+          const wire = (yield* wireOf([sent]))[0]!
+          yield* outbox.append([yield* messageEvent("message.sent", wire)])
+          return wire
+        }))
+      })
+
+      const markFailed = Effect.fn("MessageService.markFailed")(function*(message: MessageRecord, error: MessageError) {
+        const failedAt = yield* now
+        const failed: MessageRecord = { ...message, status: "failed", error, failed_at: failedAt, updated_at: failedAt }
+        yield* messages.update(message.tenant_id, failed)
+        return failed
+      })
+
       return MessageService.of({
         storeHandler,
         statusHandler,
@@ -361,6 +468,10 @@ export class MessageService extends Context.Service<MessageService, {
           })
         }),
         deliver,
+        recordReceived,
+        recordPending,
+        markSent,
+        markFailed,
         get: Effect.fn("MessageService.get")(function*(tenantId, id) {
           const found = yield* messages.get(tenantId, id)
           if (Option.isNone(found)) return yield* notFound(id)

@@ -1,8 +1,11 @@
 import { Context, type Effect, type Option } from "effect"
 import type { StorageError } from "./StorageError.ts"
 
-/** How an attachment's bytes came to the service. */
-export type AttachmentOrigin = "chatapp_media" | "upload" | "url" | "email"
+/**
+ * How an attachment's bytes came to the service: operator media, an upload, a from-url fetch, a file
+ * of a received email, or an inline image of a received email (never offered as a file of its own).
+ */
+export type AttachmentOrigin = "chatapp_media" | "upload" | "url" | "email" | "email_inline"
 
 /** A file's record; its bytes live in the blob store under `blob_key`. */
 export interface AttachmentRecord {

@@ -71,3 +71,14 @@ export { type TemplateFilter, type TemplateRecord, TemplateStore } from "./Templ
 export { type LibraryCacheRecord, LibraryCacheStore } from "./LibraryCacheStore.ts"
 export { type SendingLimitRecord, SendingLimitStore } from "./SendingLimitStore.ts"
 export { MultipartError, type MultipartFile, MultipartReader } from "./MultipartReader.ts"
+export { type MailAddress, Mailer, MailerError, type MailFile, type MailSent, type OutgoingMail } from "./Mailer.ts"
+export {
+  type EmailAddressValue,
+  type EmailAttachmentRecord,
+  type EmailHeader,
+  type EmailIntegrationRecord,
+  type EmailMessageRecord,
+  type EmailMessageStatus,
+  EmailStore,
+  type InlineImageRecord
+} from "./EmailStore.ts"

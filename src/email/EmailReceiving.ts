@@ -1,0 +1,158 @@
+import { Effect, Option } from "effect"
+import type { AttachmentService, PreparedAttachment } from "../attachments/AttachmentService.ts"
+import type { ContactService } from "../contacts/ContactService.ts"
+import type { ConversationService } from "../conversations/ConversationService.ts"
+import type { MessageService } from "../messages/MessageService.ts"
+import { RetryLater } from "../kernel/ChatappEvents.ts"
+import type { ReceivedEmailInput } from "../kernel/EmailEvents.ts"
+import { newId } from "../kernel/Id.ts"
+import { now } from "../kernel/Timestamp.ts"
+import type { ConversationRecord } from "../ports/ConversationStore.ts"
+import type { EmailAttachmentRecord, EmailIntegrationRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
+import { readReceivedEmail, type ReceivedEmail, threadCandidates } from "./ReceivedEmail.ts"
+
+/** What receiving needs of the other areas and the ports. */
+export interface ReceivingDeps {
+  readonly store: EmailStore["Service"]
+  readonly attachments: AttachmentService["Service"]
+  readonly messages: MessageService["Service"]
+  readonly contacts: ContactService["Service"]
+  readonly conversations: ConversationService["Service"]
+}
+
+/**
+ * The handler of received mail: reads the email, writes its files to the blob store, then in one
+ * transaction with its de-duplication key finds or makes the sender's contact, threads it (the
+ * open conversation holding the email it answers, by `In-Reply-To`, then `References`; else a new
+ * thread) and stores the conversation message (`message.received`), the email and its files.
+ */
+export const makeReceiveEmail = (deps: ReceivingDeps) => {
+  const { store, attachments, messages, contacts, conversations } = deps
+
+  // The thread an email continues: the first candidate id found among the mailbox's emails whose
+  // conversation is still open (a closed conversation takes no new messages).
+  const threadOf = Effect.fnUntraced(function*(integration: EmailIntegrationRecord, email: ReceivedEmail) {
+    const candidates = threadCandidates(email)
+    if (candidates.length === 0) return Option.none<ConversationRecord>()
+    const found = yield* store.findByHeaders(integration.tenant_id, integration.id, candidates)
+    for (const id of candidates) {
+      for (const match of found.filter((e) => e.message_id_header === id)) {
+        const conversation = yield* conversations.get(integration.tenant_id, match.conversation_id).pipe(
+          Effect.map(Option.some),
+          Effect.catchTag("NotFound", () => Effect.succeed(Option.none<ConversationRecord>()))
+        )
+        if (Option.isSome(conversation) && conversation.value.status === "open") return conversation
+      }
+    }
+    return Option.none<ConversationRecord>()
+  })
+
+  const prepareFiles = (input: ReceivedEmailInput, integration: EmailIntegrationRecord, email: ReceivedEmail) =>
+    Effect.forEach(email.files, (file) =>
+      attachments.prepareInbound({
+        tenantId: integration.tenant_id,
+        bytes: file.content,
+        declaredType: file.contentType,
+        filename: file.filename,
+        externalId: null,
+        origin: file.inline ? "email_inline" : "email",
+        direction: "inbound"
+      }).pipe(Effect.mapError((error) => new RetryLater({ message: `a file could not be stored: ${error.message}` }))))
+
+  const store_ = Effect.fnUntraced(function*(
+    integration: EmailIntegrationRecord,
+    email: ReceivedEmail,
+    prepared: ReadonlyArray<PreparedAttachment>,
+    payloadId: string
+  ) {
+    const tenantId = integration.tenant_id
+    const sender = email.replyTo[0] ?? email.from!
+    const { contact } = yield* contacts.findOrCreateByEmail(tenantId, email.from!.address, email.from!.name)
+    const thread = yield* threadOf(integration, email)
+    const conversation = Option.isSome(thread)
+      ? thread.value
+      : yield* conversations.startThread({
+        tenantId,
+        channelId: integration.id,
+        contactId: contact.id,
+        subject: email.subject
+      })
+    const emailId = yield* newId
+    const { message, files } = yield* messages.recordReceived({
+      conversation,
+      messageType: "email",
+      text: email.text,
+      content: {
+        subject: email.subject,
+        email_message_id: emailId,
+        from: email.from,
+        ...(sender === email.from ? {} : { reply_to: sender })
+      },
+      files: prepared
+    })
+    const at = yield* now
+    const record: EmailMessageRecord = {
+      id: emailId,
+      tenant_id: tenantId,
+      integration_id: integration.id,
+      conversation_id: conversation.id,
+      message_id: message.id,
+      direction: "inbound",
+      status: "received",
+      message_id_header: email.messageId ?? `${payloadId}@no-message-id.invalid`,
+      in_reply_to: email.inReplyTo,
+      references: email.references,
+      subject: email.subject,
+      from: email.from,
+      to: email.to,
+      cc: email.cc,
+      reply_to: email.replyTo,
+      text_body: email.text,
+      html_body: email.html,
+      headers: email.headers,
+      error: null,
+      sent_at: email.date,
+      created_at: at,
+      updated_at: null
+    }
+    yield* store.insertMessage(record)
+    const ids = yield* Effect.forEach(files, () => newId)
+    const rows: Array<EmailAttachmentRecord> = files.map((file, position) => ({
+      id: ids[position]!,
+      tenant_id: tenantId,
+      email_message_id: emailId,
+      attachment_id: file.id,
+      filename: file.filename,
+      content_type: file.content_type,
+      file_size: file.file_size,
+      is_inline: email.files[position]!.inline,
+      content_id: email.files[position]!.contentId,
+      position,
+      created_at: at
+    }))
+    yield* store.insertAttachments(rows)
+  })
+
+  return Effect.fn("EmailService.received")(function*(input: ReceivedEmailInput) {
+    const integration = yield* store.findIntegrationForInbound(input.integrationId)
+    if (Option.isNone(integration)) return `email integration ${input.integrationId}: not found, not stored`
+    const parsed = yield* Effect.result(readReceivedEmail(input.raw))
+    if (parsed._tag === "Failure") return parsed.failure.message
+    const email = parsed.success
+    if (email.from === null) return "the email names no sender (From): not stored"
+    // A redelivery (the same Message-ID to the same mailbox) has the effect of one.
+    const key = `${integration.value.id}:${email.messageId ?? `payload:${input.payloadId}`}`
+    if (yield* input.wasHandled(key)) return "a copy of an email already received: skipped"
+    const prepared = yield* prepareFiles(input, integration.value, email)
+    let stored = false
+    const exit = yield* Effect.exit(input.once(key, Effect.gen(function*() {
+      yield* store_(integration.value, email, prepared, input.payloadId)
+      stored = true
+    })))
+    if (exit._tag === "Failure" || !stored) {
+      yield* Effect.forEach(prepared, attachments.discard, { discard: true })
+    }
+    if (exit._tag === "Failure") return yield* Effect.failCause(exit.cause)
+    return stored ? null : "a copy of an email already received: skipped"
+  })
+}

@@ -1,0 +1,70 @@
+import { Effect } from "effect"
+import type { AttachmentService } from "../attachments/AttachmentService.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import type { EmailAttachmentRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
+import type { EmailAttachment, EmailMessage } from "./Email.ts"
+
+/**
+ * The spec's Email attachment of a stored file. Summaries do not exist for email files yet, so none
+ * is offered: `ai_summary` null, not available, no price.
+ */
+export const toEmailAttachment = (
+  attachments: AttachmentService["Service"],
+  record: EmailAttachmentRecord
+): Effect.Effect<EmailAttachment> =>
+  Effect.map(attachments.linkTo(record.tenant_id, record.attachment_id), (url) => ({
+    id: record.id,
+    attachment_id: record.is_inline ? null : record.attachment_id,
+    filename: record.filename,
+    content_type: record.content_type,
+    file_size: record.file_size,
+    is_inline: record.is_inline,
+    content_id: record.content_id,
+    url,
+    ai_summary: null,
+    ai_summary_available: false,
+    ai_summary_credits: null
+  }))
+
+/** The wire form of stored emails, each with its files (one read for all). */
+export const toEmailMessages = (
+  store: EmailStore["Service"],
+  attachments: AttachmentService["Service"],
+  records: ReadonlyArray<EmailMessageRecord>
+): Effect.Effect<ReadonlyArray<EmailMessage>, StorageError> =>
+  Effect.gen(function*() {
+    if (records.length === 0) return []
+    const files = yield* store.listAttachments(records[0]!.tenant_id, records.map((r) => r.id))
+    const byEmail = new Map<string, Array<EmailAttachmentRecord>>()
+    for (const file of files) {
+      const list = byEmail.get(file.email_message_id) ?? []
+      list.push(file)
+      byEmail.set(file.email_message_id, list)
+    }
+    return yield* Effect.forEach(records, (record) =>
+      Effect.map(
+        Effect.forEach(byEmail.get(record.id) ?? [], (file) => toEmailAttachment(attachments, file)),
+        (wire): EmailMessage => ({
+          id: record.id,
+          conversation_id: record.conversation_id,
+          message_id: record.message_id,
+          email_integration_id: record.integration_id,
+          direction: record.direction,
+          status: record.status,
+          subject: record.subject,
+          from: record.from,
+          to: [...record.to],
+          cc: [...record.cc],
+          reply_to: [...record.reply_to],
+          message_id_header: record.message_id_header,
+          in_reply_to: record.in_reply_to,
+          references: [...record.references],
+          text_body: record.text_body,
+          html_body: record.html_body,
+          attachments: wire,
+          error: record.error,
+          sent_at: record.sent_at,
+          created_at: record.created_at
+        })
+      ))
+  })
