@@ -1,17 +1,12 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { AttachmentService, type PreparedAttachment } from "../attachments/AttachmentService.ts"
+import { AttachmentService } from "../attachments/AttachmentService.ts"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
-import {
-  type ChatappMessageHandler,
-  type ChatappMessageInput,
-  type ChatappStatusHandler,
-  RetryLater
-} from "../kernel/ChatappEvents.ts"
+import type { ChatappMessageHandler, ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
@@ -23,9 +18,9 @@ import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import { type MessageError, type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
 import { type Message, type SendMessageRequest, toMessage } from "./Message.ts"
-import { applyStatus } from "./MessageStatusMachine.ts"
+import { makeChatappInbound } from "./ChatappInbound.ts"
+import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Message ${id} not found` })
 
@@ -35,13 +30,13 @@ export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000
 /** Largest text the operator takes in one message. */
 export const MAX_TEXT_LENGTH = 4096
 
-/** Largest media file fetched from the operator: its own cap, on documents. */
-export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
 
 const WINDOW_CLOSED =
   "The chat-app customer-service window is closed: free-form messages can be sent only within 24 hours of the contact's last message. Send an approved template instead (POST /chatapp-templates/{template_id}/send)."
 
 export { Message } from "./Message.ts"
+export { MAX_MEDIA_BYTES } from "./ChatappInbound.ts"
+export type { OutgoingMessage, ReceivedMessage } from "./MessageRecording.ts"
 
 /** A message another area composed, ready for the operator. */
 export interface OutboundDelivery {
@@ -55,24 +50,6 @@ export interface OutboundDelivery {
   readonly content: Readonly<Record<string, unknown>>
   /** The message in the operator's shape. */
   readonly operatorMessage: ChatappOutboundMessage
-}
-
-/** A message another area received (an email), with its files prepared in the blob store. */
-export interface ReceivedMessage {
-  readonly conversation: ConversationRecord
-  readonly messageType: string
-  readonly text: string | null
-  readonly content: Readonly<Record<string, unknown>>
-  readonly files: ReadonlyArray<PreparedAttachment>
-}
-
-/** A message another area is about to hand to its own transport (an email), with stored attachments it carries. */
-export interface OutgoingMessage {
-  readonly conversation: ConversationRecord
-  readonly messageType: string
-  readonly text: string | null
-  readonly content: Readonly<Record<string, unknown>>
-  readonly attachmentIds: ReadonlyArray<string>
 }
 
 /** Messages: received from the operator, sent through it, their statuses, read through the API. */
@@ -160,134 +137,15 @@ export class MessageService extends Context.Service<MessageService, {
         })
       })
 
-      // The media of a message, fetched and written to the blob store before the transaction.
-      // A file that cannot be had now is tried again with the payload, unless this is its last try:
-      // then the message is stored without it, noted.
-      const retryOrGiveUp = (input: ChatappMessageInput, retryable: boolean, mediaId: string, problem: string) =>
-        retryable && !input.lastAttempt
-          ? Effect.fail(new RetryLater({ message: `media ${mediaId}: ${problem}` }))
-          : Effect.succeed({ prepared: null, error: `media ${mediaId}: ${problem}` })
-
-      const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, media: MediaReference) {
-        const credentials = chatappCredentialsOf(input.channel)
-        if (Option.isNone(credentials)) {
-          return { prepared: null, error: "the channel has no access token to fetch media with" }
-        }
-        const fetched = yield* Effect.result(platform.fetchMedia(credentials.value, media.id, { maxBytes: MAX_MEDIA_BYTES }))
-        if (fetched._tag === "Failure") {
-          return yield* retryOrGiveUp(input, fetched.failure.retryable, media.id, `could not be fetched: ${fetched.failure.message}`)
-        }
-        const prepared = yield* Effect.result(attachments.prepareInbound({
-          tenantId: input.channel.tenant_id,
-          bytes: fetched.success.bytes,
-          declaredType: fetched.success.mimeType || media.mimeType,
-          filename: media.filename,
-          externalId: media.id,
-          origin: "chatapp_media",
-          direction: "inbound"
-        }))
-        if (prepared._tag === "Failure") {
-          return yield* retryOrGiveUp(input, true, media.id, `could not be stored: ${prepared.failure.message}`)
-        }
-        return { prepared: prepared.success, error: null }
+      const { storeHandler, statusHandler, catchUp } = makeChatappInbound({
+        messages,
+        outbox,
+        contacts,
+        conversations,
+        attachments,
+        platform,
+        messageEvent
       })
-
-      const storeInbound = Effect.fnUntraced(function*(
-        input: ChatappMessageInput,
-        content: MessageContent,
-        media: PreparedAttachment | null,
-        mediaError: string | null
-      ) {
-        const { channel, event } = input
-        const tenantId = channel.tenant_id
-        const { contact } = yield* contacts.findOrCreateByPhone(tenantId, `+${event.from.replace(/\D/g, "")}`, event.profileName)
-        const { conversation } = yield* conversations.openFor({ tenantId, channelId: channel.id, contactId: contact.id })
-        const at = yield* now
-        const message: MessageRecord = {
-          id: yield* newId,
-          tenant_id: tenantId,
-          conversation_id: conversation.id,
-          channel_id: channel.id,
-          contact_id: contact.id,
-          direction: "inbound",
-          message_type: content.messageType,
-          text: content.text,
-          content: {
-            ...content.content,
-            ...(event.sentAt === null ? {} : { sent_at: event.sentAt }),
-            ...(mediaError === null ? {} : { media_error: mediaError })
-          },
-          status: "received",
-          external_id: event.externalId,
-          error: null,
-          created_at: at,
-          updated_at: null,
-          sent_at: null,
-          delivered_at: null,
-          read_at: null,
-          failed_at: null
-        }
-        yield* messages.insert(message)
-        const files = media === null
-          ? []
-          : [yield* attachments.record(media, { messageId: message.id, conversationId: conversation.id })]
-        yield* conversations.noteMessage(conversation, { at, inbound: true })
-        const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
-        yield* outbox.append([yield* messageEvent("message.received", wire)])
-        return "continue" as const
-      })
-
-      const storeHandler: ChatappMessageHandler = {
-        name: "conversation and message store",
-        prepare: (input) =>
-          Effect.gen(function*() {
-            const content = chatappContentOf(input.event.message)
-            const media = content.media === null ? { prepared: null, error: null } : yield* fetchMedia(input, content.media)
-            return {
-              run: storeInbound(input, content, media.prepared, media.error),
-              discard: media.prepared === null ? Effect.void : attachments.discard(media.prepared)
-            }
-          })
-      }
-
-      // Moves the message by every status kept for its id: statuses that arrived before the message
-      // was known (a send whose answer was still on its way) are applied when it becomes known.
-      const catchUp = Effect.fnUntraced(function*(message: MessageRecord) {
-        if (message.external_id === null) return message
-        const reports = yield* messages.statusesOf(message.tenant_id, message.channel_id, message.external_id)
-        let state = message
-        for (const report of reports) {
-          const next = applyStatus(state, { status: report.status, at: report.occurred_at, error: report.error })
-          if (next.changed) state = { ...state, ...next.state }
-        }
-        return state
-      })
-
-      const statusHandler: ChatappStatusHandler = {
-        name: "message status",
-        handle: ({ channel, event }) =>
-          Effect.gen(function*() {
-            const at = yield* now
-            yield* messages.recordStatus({
-              tenant_id: channel.tenant_id,
-              channel_id: channel.id,
-              external_id: event.externalId,
-              status: event.status,
-              occurred_at: event.occurredAt ?? at,
-              error: event.error,
-              received_at: at
-            })
-            const found = yield* messages.findByExternalId(channel.tenant_id, channel.id, event.externalId)
-            if (Option.isNone(found)) return "continue" as const
-            const moved = applyStatus(found.value, {
-              status: event.status,
-              at: event.occurredAt ?? at,
-              error: event.error
-            })
-            if (moved.changed) yield* messages.update(channel.tenant_id, { ...found.value, ...moved.state, updated_at: at })
-            return "continue" as const
-          })
-      }
 
       // Stored `pending` before the operator is called, so a crash in between leaves a message, not
       // nothing; a refusal is stored `failed` with what the operator said.
@@ -345,74 +203,14 @@ export class MessageService extends Context.Service<MessageService, {
         }))
       })
 
-      const blank = (input: {
-        readonly conversation: ConversationRecord
-        readonly messageType: string
-        readonly text: string | null
-        readonly content: Readonly<Record<string, unknown>>
-      }) =>
-        Effect.gen(function*() {
-          const { conversation } = input
-          return {
-            id: yield* newId,
-            tenant_id: conversation.tenant_id,
-            conversation_id: conversation.id,
-            channel_id: conversation.channel_id,
-            contact_id: conversation.contact_id,
-            message_type: input.messageType,
-            text: input.text,
-            content: input.content,
-            external_id: null,
-            error: null,
-            created_at: yield* now,
-            updated_at: null,
-            sent_at: null,
-            delivered_at: null,
-            read_at: null,
-            failed_at: null
-          }
-        })
-
-      const recordReceived = Effect.fn("MessageService.recordReceived")(function*(input: ReceivedMessage) {
-        const message: MessageRecord = { ...(yield* blank(input)), direction: "inbound", status: "received" }
-        yield* messages.insert(message)
-        const files = yield* Effect.forEach(input.files, (file) =>
-          attachments.record(file, { messageId: message.id, conversationId: input.conversation.id }))
-        yield* conversations.noteMessage(input.conversation, { at: message.created_at, inbound: true })
-        const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
-        yield* outbox.append([yield* messageEvent("message.received", wire)])
-        return { message, files }
-      })
-
-      const recordPending = Effect.fn("MessageService.recordPending")(function*(input: OutgoingMessage) {
-        const message: MessageRecord = { ...(yield* blank(input)), direction: "outbound", status: "pending" }
-        yield* transactor.withTransaction(Effect.gen(function*() {
-          yield* messages.insert(message)
-          yield* attachments.carry(message.tenant_id, input.attachmentIds, message.id, message.conversation_id)
-        }))
-        return message
-      })
-
-      const markSent = Effect.fn("MessageService.markSent")(function*(message: MessageRecord, externalId: string | null) {
-        return yield* transactor.withTransaction(Effect.gen(function*() {
-          const sentAt = yield* now
-          const sent: MessageRecord = { ...message, status: "sent", external_id: externalId, sent_at: sentAt, updated_at: sentAt }
-          yield* messages.update(message.tenant_id, sent)
-          const conversation = yield* conversations.get(message.tenant_id, message.conversation_id).pipe(
-            Effect.catchTag("NotFound", () => Effect.succeed(null))
-          )
-          if (conversation !== null) yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
-          const wire = (yield* wireOf([sent]))[0]!
-          yield* outbox.append([yield* messageEvent("message.sent", wire)])
-          return wire
-        }))
-      })
-
-      const markFailed = Effect.fn("MessageService.markFailed")(function*(message: MessageRecord, error: MessageError) {
-        const failedAt = yield* now
-        const failed: MessageRecord = { ...message, status: "failed", error, failed_at: failedAt, updated_at: failedAt }
-        yield* messages.update(message.tenant_id, failed)
-        return failed
+      const { recordReceived, recordPending, markSent, markFailed } = makeMessageRecording({
+        messages,
+        outbox,
+        transactor,
+        conversations,
+        attachments,
+        wireOf,
+        messageEvent
       })
 
       return MessageService.of({

@@ -1,0 +1,174 @@
+import { Effect, Option } from "effect"
+import type { AttachmentService, PreparedAttachment } from "../attachments/AttachmentService.ts"
+import type { ContactService } from "../contacts/ContactService.ts"
+import type { ConversationService } from "../conversations/ConversationService.ts"
+import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
+import {
+  type ChatappMessageHandler,
+  type ChatappMessageInput,
+  type ChatappStatusHandler,
+  RetryLater
+} from "../kernel/ChatappEvents.ts"
+import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
+import { newId } from "../kernel/Id.ts"
+import { now } from "../kernel/Timestamp.ts"
+import type { ChatPlatform } from "../ports/ChatPlatform.ts"
+import type { MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import type { OutboxStore } from "../ports/OutboxStore.ts"
+import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
+import { type Message, toMessage } from "./Message.ts"
+import { applyStatus } from "./MessageStatusMachine.ts"
+
+/** Largest media file fetched from the operator: its own cap, on documents. */
+export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
+
+/** What the chat-app handlers need. */
+export interface ChatappInboundDeps {
+  readonly messages: MessageStore["Service"]
+  readonly outbox: OutboxStore["Service"]
+  readonly contacts: ContactService["Service"]
+  readonly conversations: ConversationService["Service"]
+  readonly attachments: AttachmentService["Service"]
+  readonly platform: ChatPlatform["Service"]
+  readonly messageEvent: (type: "message.received" | "message.sent", message: Message) => Effect.Effect<EventEnvelope>
+}
+
+/**
+ * The inbound chat-app handlers of the messages area: the one that stores a contact's message (with
+ * its media) in the conversation, and the one that moves outbound messages by reported statuses;
+ * and `catchUp`, which applies statuses that arrived before their message was known.
+ */
+export const makeChatappInbound = (deps: ChatappInboundDeps) => {
+  const { messages, outbox, contacts, conversations, attachments, platform, messageEvent } = deps
+
+  // The media of a message, fetched and written to the blob store before the transaction.
+  // A file that cannot be had now is tried again with the payload, unless this is its last try:
+  // then the message is stored without it, noted.
+  const retryOrGiveUp = (input: ChatappMessageInput, retryable: boolean, mediaId: string, problem: string) =>
+    retryable && !input.lastAttempt
+      ? Effect.fail(new RetryLater({ message: `media ${mediaId}: ${problem}` }))
+      : Effect.succeed({ prepared: null, error: `media ${mediaId}: ${problem}` })
+
+  const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, media: MediaReference) {
+    const credentials = chatappCredentialsOf(input.channel)
+    if (Option.isNone(credentials)) {
+      return { prepared: null, error: "the channel has no access token to fetch media with" }
+    }
+    const fetched = yield* Effect.result(platform.fetchMedia(credentials.value, media.id, { maxBytes: MAX_MEDIA_BYTES }))
+    if (fetched._tag === "Failure") {
+      return yield* retryOrGiveUp(input, fetched.failure.retryable, media.id, `could not be fetched: ${fetched.failure.message}`)
+    }
+    const prepared = yield* Effect.result(attachments.prepareInbound({
+      tenantId: input.channel.tenant_id,
+      bytes: fetched.success.bytes,
+      declaredType: fetched.success.mimeType || media.mimeType,
+      filename: media.filename,
+      externalId: media.id,
+      origin: "chatapp_media",
+      direction: "inbound"
+    }))
+    if (prepared._tag === "Failure") {
+      return yield* retryOrGiveUp(input, true, media.id, `could not be stored: ${prepared.failure.message}`)
+    }
+    return { prepared: prepared.success, error: null }
+  })
+
+  const storeInbound = Effect.fnUntraced(function*(
+    input: ChatappMessageInput,
+    content: MessageContent,
+    media: PreparedAttachment | null,
+    mediaError: string | null
+  ) {
+    const { channel, event } = input
+    const tenantId = channel.tenant_id
+    const { contact } = yield* contacts.findOrCreateByPhone(tenantId, `+${event.from.replace(/\D/g, "")}`, event.profileName)
+    const { conversation } = yield* conversations.openFor({ tenantId, channelId: channel.id, contactId: contact.id })
+    const at = yield* now
+    const message: MessageRecord = {
+      id: yield* newId,
+      tenant_id: tenantId,
+      conversation_id: conversation.id,
+      channel_id: channel.id,
+      contact_id: contact.id,
+      direction: "inbound",
+      message_type: content.messageType,
+      text: content.text,
+      content: {
+        ...content.content,
+        ...(event.sentAt === null ? {} : { sent_at: event.sentAt }),
+        ...(mediaError === null ? {} : { media_error: mediaError })
+      },
+      status: "received",
+      external_id: event.externalId,
+      error: null,
+      created_at: at,
+      updated_at: null,
+      sent_at: null,
+      delivered_at: null,
+      read_at: null,
+      failed_at: null
+    }
+    yield* messages.insert(message)
+    const files = media === null
+      ? []
+      : [yield* attachments.record(media, { messageId: message.id, conversationId: conversation.id })]
+    yield* conversations.noteMessage(conversation, { at, inbound: true })
+    const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
+    yield* outbox.append([yield* messageEvent("message.received", wire)])
+    return "continue" as const
+  })
+
+  const storeHandler: ChatappMessageHandler = {
+    name: "conversation and message store",
+    prepare: (input) =>
+      Effect.gen(function*() {
+        const content = chatappContentOf(input.event.message)
+        const media = content.media === null ? { prepared: null, error: null } : yield* fetchMedia(input, content.media)
+        return {
+          run: storeInbound(input, content, media.prepared, media.error),
+          discard: media.prepared === null ? Effect.void : attachments.discard(media.prepared)
+        }
+      })
+  }
+
+  // Moves the message by every status kept for its id: statuses that arrived before the message
+  // was known (a send whose answer was still on its way) are applied when it becomes known.
+  const catchUp = Effect.fnUntraced(function*(message: MessageRecord) {
+    if (message.external_id === null) return message
+    const reports = yield* messages.statusesOf(message.tenant_id, message.channel_id, message.external_id)
+    let state = message
+    for (const report of reports) {
+      const next = applyStatus(state, { status: report.status, at: report.occurred_at, error: report.error })
+      if (next.changed) state = { ...state, ...next.state }
+    }
+    return state
+  })
+
+  const statusHandler: ChatappStatusHandler = {
+    name: "message status",
+    handle: ({ channel, event }) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        yield* messages.recordStatus({
+          tenant_id: channel.tenant_id,
+          channel_id: channel.id,
+          external_id: event.externalId,
+          status: event.status,
+          occurred_at: event.occurredAt ?? at,
+          error: event.error,
+          received_at: at
+        })
+        const found = yield* messages.findByExternalId(channel.tenant_id, channel.id, event.externalId)
+        if (Option.isNone(found)) return "continue" as const
+        const moved = applyStatus(found.value, {
+          status: event.status,
+          at: event.occurredAt ?? at,
+          error: event.error
+        })
+        if (moved.changed) yield* messages.update(channel.tenant_id, { ...found.value, ...moved.state, updated_at: at })
+        return "continue" as const
+      })
+  }
+
+  return { storeHandler, statusHandler, catchUp }
+}
