@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
 import type { TenantRecord } from "../ports/TenantStore.ts"
-import { SLUG_PATTERN } from "./Slug.ts"
+import { SLUG_PATTERN } from "../kernel/Slug.ts"
 
 const Email = Schema.String.check(Schema.isMaxLength(254), Schema.isPattern(EMAIL_PATTERN, { message: "Must be an email address" }))
 

@@ -8,7 +8,7 @@ import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
 import { type TenantRecord, TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { candidate, slugify } from "./Slug.ts"
+import { candidate, slugify } from "../kernel/Slug.ts"
 import type { CreateTenantRequest } from "./Tenant.ts"
 
 /** Length of the trial a new tenant starts with. */

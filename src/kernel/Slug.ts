@@ -1,4 +1,4 @@
-/** A slug: lower-case letters, digits and single hyphens, 1 to 63 characters, no hyphen at either end. */
+/** A URL-safe name (tenants, lists): lower-case letters, digits and single hyphens, 1 to 63 characters, no hyphen at either end. */
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,62}$/
 
 /**
