@@ -87,13 +87,29 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         return true
       })))
 
-    // Runs `steps` in order until one stops the chain; resolves to how many ran.
+    // Runs `steps` in order until one stops the chain.
     const untilStop = <E>(steps: ReadonlyArray<Effect.Effect<HandlerVerdict, E>>) =>
       Effect.gen(function*() {
-        let ran = 0
         for (const step of steps) {
-          ran++
           if ((yield* step) === "stop") break
+        }
+      })
+
+    // Runs message steps in order: a `stop` ends the chain; after a `consumed` (a keyword acted on the
+    // message) only the steps of handlers that record messages run. Resolves to the indexes that ran.
+    const runMessageSteps = (
+      steps: ReadonlyArray<PreparedStep>,
+      records: ReadonlyArray<boolean>
+    ) =>
+      Effect.gen(function*() {
+        const ran: Array<number> = []
+        let consumed = false
+        for (let i = 0; i < steps.length; i++) {
+          if (consumed && !records[i]) continue
+          ran.push(i)
+          const verdict = yield* steps[i]!.run
+          if (verdict === "stop") break
+          if (verdict === "consumed") consumed = true
         }
         return ran
       })
@@ -108,17 +124,24 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       if (CHATAPP_MEDIA_TYPES.has(event.type) && (yield* store.wasHandled("chatapp", event.key))) return
       const input = { channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts }
       const steps: Array<PreparedStep> = []
-      let ran = 0
+      let ran: ReadonlyArray<number> = []
       const outcome = yield* Effect.exit(Effect.gen(function*() {
         for (const handler of handlers.messages) steps.push(yield* handler.prepare(input))
-        const done = yield* once(event.key, Effect.map(untilStop(steps.map((step) => step.run)), (n) => {
-          ran = n
+        const records = handlers.messages.map((handler) => handler.records === true)
+        const done = yield* once(event.key, Effect.map(runMessageSteps(steps, records), (indexes) => {
+          ran = indexes
         }))
-        if (!done) ran = 0
+        if (!done) ran = []
       }))
-      // Files of steps whose work did not commit (a duplicate, a stop, a failure) are removed.
-      yield* Effect.forEach(steps.slice(outcome._tag === "Success" ? ran : 0), (step) => step.discard, { discard: true })
+      const committed = outcome._tag === "Success" ? new Set(ran) : new Set<number>()
+      // Files of steps whose work did not commit (a duplicate, a stop, a skip, a failure) are removed.
+      yield* Effect.forEach(steps.filter((_, i) => !committed.has(i)), (step) => step.discard, { discard: true })
       if (outcome._tag === "Failure") return yield* Effect.failCause(outcome.cause)
+      // What the committed steps do only once their work is stored (a reply to the contact).
+      for (const i of committed) {
+        const after = steps[i]!.committed
+        if (after !== undefined) yield* after
+      }
     })
 
     const handleStatus = (channel: InboundChannel, event: ChatappStatusEvent) =>

@@ -88,8 +88,12 @@ export interface ChatappMessageInput {
   readonly lastAttempt: boolean
 }
 
-/** Whether the handlers after this one see the item. */
-export type HandlerVerdict = "continue" | "stop"
+/**
+ * Whether the handlers after this one see the item: `continue`; `stop` (none does); `consumed` (a
+ * keyword acted on the message: handlers that interpret messages, such as flows or bots, skip it;
+ * handlers that record messages still run).
+ */
+export type HandlerVerdict = "continue" | "consumed" | "stop"
 
 /**
  * A handler's work on one item, prepared outside the transaction (downloads, files): `run` happens
@@ -99,11 +103,15 @@ export type HandlerVerdict = "continue" | "stop"
 export interface PreparedStep {
   readonly run: Effect.Effect<HandlerVerdict, StorageError>
   readonly discard: Effect.Effect<void>
+  /** Runs once the item's transaction committed `run`'s work (a reply to the contact); never fails. */
+  readonly committed?: Effect.Effect<void>
 }
 
 /** An area's handler of inbound chat-app messages (keywords, flow answers, the conversation store). */
 export interface ChatappMessageHandler {
   readonly name: string
+  /** A handler that records messages (the conversation store) runs even after another consumed the message. */
+  readonly records?: boolean
   readonly prepare: (input: ChatappMessageInput) => Effect.Effect<PreparedStep, RetryLater | StorageError>
 }
 

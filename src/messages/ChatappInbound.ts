@@ -120,6 +120,7 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
 
   const storeHandler: ChatappMessageHandler = {
     name: "conversation and message store",
+    records: true,
     prepare: (input) =>
       Effect.gen(function*() {
         const content = chatappContentOf(input.event.message)
