@@ -248,15 +248,17 @@ export class EmailService extends Context.Service<EmailService, {
           yield* openForSending(conversation, ["body", "conversation_id"])
           const integration = yield* integrationOf(conversation)
           const last = yield* latestEmail(store, conversation)
-          const subject = request.subject?.trim() ||
-            (Option.isSome(last) ? replySubject(last.value.subject) : conversation.subject)
-          if (subject === null || subject === "") {
+          // The thread's subject: the latest email's, else the conversation's; a new one is given, or `Re:` it.
+          const threadSubject = (Option.isSome(last) ? last.value.subject : conversation.subject)?.trim() || null
+          const given = request.subject?.trim() || null
+          if (given === null && threadSubject === null) {
             return yield* InvalidRequest.single(
               ["body", "subject"],
               "Field required: the conversation has no subject yet",
               "missing"
             )
           }
+          const subject = given ?? (Option.isSome(last) ? replySubject(threadSubject) : threadSubject!)
           const text = request.text ?? ""
           const files = request.attachments ?? []
           if (text.trim() === "" && files.length === 0) {

@@ -51,7 +51,10 @@ const mailboxes = (addresses: ReadonlyArray<Address> | Address | undefined): Rea
       ? mailboxes(entry.group)
       : entry.address === undefined || entry.address === ""
       ? []
-      : [{ address: entry.address.trim().toLowerCase(), name: entry.name.trim() === "" ? null : entry.name.trim() }]
+      : [{
+        address: entry.address.trim().toLowerCase(),
+        name: entry.name.replace(/[\r\n\0]+/g, " ").trim() === "" ? null : entry.name.replace(/[\r\n\0]+/g, " ").trim()
+      }]
   )
 }
 
@@ -64,6 +67,10 @@ const isoDate = (value: string | undefined): string | null => {
 // PostgreSQL's text holds no U+0000; received text may.
 const clean = (value: string | undefined): string | null =>
   value === undefined ? null : value.replaceAll("\0", "\uFFFD")
+
+// A header value on one line: a line break decoded from an encoded word never reaches a header again.
+const oneLine = (value: string | undefined): string | null =>
+  value === undefined ? null : value.replace(/[\r\n\0]+/g, " ").trim()
 
 const bytesOf = (content: ArrayBuffer | Uint8Array | string): Uint8Array =>
   typeof content === "string"
@@ -87,7 +94,7 @@ export const readReceivedEmail = (raw: Uint8Array): Effect.Effect<ReceivedEmail,
       messageId: messageIdsOf(email.messageId)[0] ?? null,
       inReplyTo: messageIdsOf(email.inReplyTo)[0] ?? null,
       references: messageIdsOf(email.references),
-      subject: clean(email.subject),
+      subject: oneLine(email.subject),
       from: from[0] ?? null,
       to: mailboxes(email.to),
       cc: mailboxes(email.cc),

@@ -79,8 +79,19 @@ describe("reading a received email", () => {
   it("replaces NUL characters, which PostgreSQL text cannot hold", async () => {
     const raw = new TextEncoder().encode("From: a@example.org\r\nSubject: a\0b\r\n\r\nx\0y\r\n")
     const email = await read(raw)
-    expect(email.subject).toBe("a\uFFFDb")
+    expect(email.subject).toBe("a b")
     expect(email.text).toContain("x\uFFFDy")
+  })
+
+  it("puts a subject and names whose encoded words hide line breaks on one line", async () => {
+    const hidden = Buffer.from("Hallo\r\nBcc: victim@example.org", "utf8").toString("base64")
+    const name = Buffer.from("Eve\nX-Evil: 1", "utf8").toString("base64")
+    const raw = new TextEncoder().encode(
+      `From: =?UTF-8?B?${name}?= <eve@example.org>\r\nSubject: =?UTF-8?B?${hidden}?=\r\n\r\nbody\r\n`
+    )
+    const email = await read(raw)
+    expect(email.subject).toBe("Hallo Bcc: victim@example.org")
+    expect(email.from).toEqual({ address: "eve@example.org", name: "Eve X-Evil: 1" })
   })
 })
 
