@@ -28,7 +28,8 @@ const STORE_OWNERS = {
   TemplateStore: "templates",
   LibraryCacheStore: "templates",
   SendingLimitStore: "channels",
-  EmailStore: "email"
+  EmailStore: "email",
+  ListStore: "lists"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

@@ -31,6 +31,9 @@ export interface Database {
   email_messages: EmailMessagesTable
   email_attachments: EmailAttachmentsTable
   email_inline_images: EmailInlineImagesTable
+  lists: ListsTable
+  list_subscriptions: ListSubscriptionsTable
+  marketing_opt_outs: MarketingOptOutsTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -217,7 +220,10 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "chatapp_templates_channel_name_unique", table: "chatapp_templates", columns: ["tenant_id", "channel_id", "name", "language"] },
   { name: "email_integrations_tenant_address_unique", table: "email_integrations", columns: ["tenant_id", "address"] },
   // A primary key: PostgreSQL names its constraint so, SQLite lists the column.
-  { name: "email_inline_images_pkey", table: "email_inline_images", columns: ["attachment_id"] }
+  { name: "email_inline_images_pkey", table: "email_inline_images", columns: ["attachment_id"] },
+  // Partial (`WHERE deleted_at IS NULL`, the default also `AND is_default = 1`): SQLite lists the columns.
+  { name: "lists_tenant_slug_unique", table: "lists", columns: ["tenant_id", "slug"] },
+  { name: "lists_tenant_default_unique", table: "lists", columns: ["tenant_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -424,4 +430,44 @@ export interface EmailInlineImagesTable {
   tenant_id: string
   content_id: string
   created_at: string
+}
+
+/** A tenant's list (see migration 0011); deleted softly. */
+export interface ListsTable {
+  id: string
+  tenant_id: string
+  name: string
+  slug: string
+  is_default: Flag
+  type: string
+  /** A dynamic list's conditions, a JSON object, or null. */
+  filters: string | null
+  welcome_message: string | null
+  created_at: string
+  updated_at: string | null
+  deleted_at: string | null
+}
+
+/** A contact on a list, now or formerly: one row per list and contact. */
+export interface ListSubscriptionsTable {
+  tenant_id: string
+  list_id: string
+  contact_id: string
+  status: string
+  optin_method: string
+  optin_channel_id: string | null
+  subscribed_at: string
+  unsubscribed_at: string | null
+  unsubscribe_method: string | null
+  updated_at: string
+}
+
+/** A contact's refusal of marketing: one row per tenant, contact and channel. */
+export interface MarketingOptOutsTable {
+  tenant_id: string
+  contact_id: string
+  /** The channel id, or '' for every channel (a primary key column is never null). */
+  channel_key: string
+  source: string
+  opted_out_at: string
 }

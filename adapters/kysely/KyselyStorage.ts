@@ -28,6 +28,7 @@ import { conversationStoreLayer } from "./stores/ConversationStoreKysely.ts"
 import { emailStoreLayer } from "./stores/EmailStoreKysely.ts"
 import { inboundStoreLayer } from "./stores/InboundStoreKysely.ts"
 import { libraryCacheStoreLayer } from "./stores/LibraryCacheStoreKysely.ts"
+import { listStoreLayer } from "./stores/ListStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { sendingLimitStoreLayer } from "./stores/SendingLimitStoreKysely.ts"
@@ -88,7 +89,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     templateStoreLayer,
     libraryCacheStoreLayer,
     sendingLimitStoreLayer,
-    emailStoreLayer
+    emailStoreLayer,
+    listStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

@@ -11,6 +11,7 @@ import * as OutboxUnfannedPartialIndex from "./migrations/2026_11_24_0007_outbox
 import * as ConversationsAndInbound from "./migrations/2026_11_26_0008_conversations_and_inbound.ts"
 import * as TemplatesAndSendingLimits from "./migrations/2026_11_26_0009_templates_and_sending_limits.ts"
 import * as Email from "./migrations/2026_11_26_0010_email.ts"
+import * as Lists from "./migrations/2026_11_26_0011_lists.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -28,7 +29,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_24_0007_outbox_unfanned_partial_index", OutboxUnfannedPartialIndex.up],
   ["2026_11_26_0008_conversations_and_inbound", ConversationsAndInbound.up],
   ["2026_11_26_0009_templates_and_sending_limits", TemplatesAndSendingLimits.up],
-  ["2026_11_26_0010_email", Email.up]
+  ["2026_11_26_0010_email", Email.up],
+  ["2026_11_26_0011_lists", Lists.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.

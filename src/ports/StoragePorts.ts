@@ -8,6 +8,7 @@ import type { ConversationStore } from "./ConversationStore.ts"
 import type { EmailStore } from "./EmailStore.ts"
 import type { InboundStore } from "./InboundStore.ts"
 import type { LibraryCacheStore } from "./LibraryCacheStore.ts"
+import type { ListStore } from "./ListStore.ts"
 import type { MessageStore } from "./MessageStore.ts"
 import type { OutboxStore } from "./OutboxStore.ts"
 import type { SendingLimitStore } from "./SendingLimitStore.ts"
@@ -37,3 +38,4 @@ export type StoragePorts =
   | LibraryCacheStore
   | SendingLimitStore
   | EmailStore
+  | ListStore

@@ -82,3 +82,12 @@ export {
   EmailStore,
   type InlineImageRecord
 } from "./EmailStore.ts"
+export {
+  type ListFilters,
+  type ListRecord,
+  ListStore,
+  type ListType,
+  type MarketingOptOutRecord,
+  type OptinMethod,
+  type SubscriptionRecord
+} from "./ListStore.ts"

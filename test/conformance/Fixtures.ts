@@ -15,6 +15,7 @@ import type {
 } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadRecord } from "../../src/ports/InboundStore.ts"
 import type { LibraryCacheRecord } from "../../src/ports/LibraryCacheStore.ts"
+import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageRecord } from "../../src/ports/MessageStore.ts"
 import type { SendingLimitRecord } from "../../src/ports/SendingLimitStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
@@ -403,6 +404,60 @@ export const inlineImageRecord = (tenantId: string, overrides: Partial<InlineIma
     ...overrides
   }
 }
+
+/** A live static list of `tenantId` with a unique slug, not the default, with no filters and the default welcome. */
+export const listRecord = (tenantId: string, overrides: Partial<ListRecord> = {}): ListRecord => {
+  const listId = id()
+  return {
+    id: listId,
+    tenant_id: tenantId,
+    name: "Newsletter",
+    slug: `newsletter-${listId}`,
+    is_default: false,
+    type: "static",
+    filters: null,
+    welcome_message: null,
+    created_at: AT,
+    updated_at: null,
+    deleted_at: null,
+    ...overrides
+  }
+}
+
+/**
+ * A subscription through the API of a fresh contact id to `listId` of `tenantId`, never unsubscribed.
+ * The stores keep no reference to the list or the contact.
+ */
+export const subscriptionRecord = (
+  tenantId: string,
+  listId: string,
+  overrides: Partial<SubscriptionRecord> = {}
+): SubscriptionRecord => ({
+  tenant_id: tenantId,
+  list_id: listId,
+  contact_id: id(),
+  status: "subscribed",
+  optin_method: "api",
+  optin_channel_id: null,
+  subscribed_at: AT,
+  unsubscribed_at: null,
+  unsubscribe_method: null,
+  updated_at: AT,
+  ...overrides
+})
+
+/** An opt-out by keyword of a fresh contact id of `tenantId`, on every channel. */
+export const marketingOptOutRecord = (
+  tenantId: string,
+  overrides: Partial<MarketingOptOutRecord> = {}
+): MarketingOptOutRecord => ({
+  tenant_id: tenantId,
+  contact_id: id(),
+  channel_id: null,
+  source: "keyword",
+  opted_out_at: AT,
+  ...overrides
+})
 
 /** A new owner user, a billing account they own and a tenant in it, stored through the ports. */
 export const seedTenant: Effect.Effect<

@@ -45,7 +45,8 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "attachments",
   "emailIntegrations",
   "emailMessages",
-  "emailAttachments"
+  "emailAttachments",
+  "lists"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

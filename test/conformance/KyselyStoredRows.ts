@@ -5,6 +5,7 @@ import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
 import type { EmailAddressValue, EmailHeader, EmailMessageStatus } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
+import type { ListFilters, ListType, OptinMethod, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageDirection, MessageError, MessageStatus, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { RetryStrategy } from "../../src/ports/WebhookEndpointStore.ts"
@@ -38,6 +39,9 @@ const conversationStatus = oneOf("conversation status", ["open", "closed"])
 const conversationKind = oneOf("conversation kind", ["chat", "email"])
 const integrationStatus = oneOf("email integration status", ["active", "disabled"])
 const emailStatus = oneOf<EmailMessageStatus>("email status", ["received", "pending", "sent", "failed"])
+const listType = oneOf<ListType>("list type", ["static", "dynamic"])
+const subscriptionStatus = oneOf<SubscriptionRecord["status"]>("subscription status", ["subscribed", "unsubscribed"])
+const optinMethod = oneOf<OptinMethod>("opt-in method", ["keyword", "api", "import", "flow"])
 const direction = oneOf<MessageDirection>("direction", ["inbound", "outbound"])
 const messageStatus = oneOf<MessageStatus>("message status", ["received", "pending", "sent", "delivered", "read", "failed"])
 const reportedStatus = oneOf<MessageStatusReport["status"]>("reported status", ["sent", "delivered", "read", "failed"])
@@ -63,6 +67,16 @@ const addresses = (text: string): Array<EmailAddressValue> => {
   const value = json(text)
   if (!Array.isArray(value)) throw new Error(`stored addresses must be a JSON array, found ${text}`)
   return value as Array<EmailAddressValue>
+}
+
+/** Compares keys as stored text, code unit by code unit, whatever the database's collation. */
+const byKeys = <A>(...keys: ReadonlyArray<(row: A) => string>) => (a: A, b: A): number => {
+  for (const key of keys) {
+    const x = key(a)
+    const y = key(b)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  return 0
 }
 
 const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
@@ -239,5 +253,27 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
     }))
   },
   inlineImages: (tenantId) =>
-    db.selectFrom("email_inline_images").selectAll().where("tenant_id", "=", tenantId).orderBy("attachment_id").execute()
+    db.selectFrom("email_inline_images").selectAll().where("tenant_id", "=", tenantId).orderBy("attachment_id").execute(),
+  lists: async (tenantId) => {
+    const rows = await db.selectFrom("lists").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      is_default: flag(row.is_default),
+      type: listType(row.type),
+      filters: row.filters === null ? null : json(row.filters) as ListFilters
+    }))
+  },
+  listSubscriptions: async (tenantId) => {
+    const rows = await db.selectFrom("list_subscriptions").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows
+      .map((row) => ({ ...row, status: subscriptionStatus(row.status), optin_method: optinMethod(row.optin_method) }))
+      .sort(byKeys((s) => s.list_id, (s) => s.contact_id))
+  },
+  // An opt-out for every channel is stored under the channel key '' (migration 0011).
+  marketingOptOuts: async (tenantId) => {
+    const rows = await db.selectFrom("marketing_opt_outs").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows
+      .sort(byKeys((o) => o.contact_id, (o) => o.channel_key))
+      .map(({ channel_key, ...row }) => ({ ...row, channel_id: channel_key === "" ? null : channel_key }))
+  }
 })

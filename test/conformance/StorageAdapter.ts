@@ -9,6 +9,7 @@ import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
 import type { EmailAttachmentRecord, EmailIntegrationRecord, EmailMessageRecord, InlineImageRecord } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadRecord, InboundSource } from "../../src/ports/InboundStore.ts"
+import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
@@ -74,6 +75,12 @@ export interface StoredRows {
   readonly emailAttachments: (tenantId: string) => Promise<ReadonlyArray<EmailAttachmentRecord>>
   /** Every inline image upload of the tenant, by attachment id. */
   readonly inlineImages: (tenantId: string) => Promise<ReadonlyArray<InlineImageRecord>>
+  /** Every list of the tenant, deleted ones too, in any order. */
+  readonly lists: (tenantId: string) => Promise<ReadonlyArray<ListRecord>>
+  /** Every subscription of the tenant, either status, by list id and then contact id. */
+  readonly listSubscriptions: (tenantId: string) => Promise<ReadonlyArray<SubscriptionRecord>>
+  /** Every marketing opt-out of the tenant, by contact id and then channel id (every channel, null, first). */
+  readonly marketingOptOuts: (tenantId: string) => Promise<ReadonlyArray<MarketingOptOutRecord>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

@@ -9,6 +9,7 @@ import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { ConversationStore } from "../../src/ports/ConversationStore.ts"
 import { EmailStore } from "../../src/ports/EmailStore.ts"
 import { InboundStore } from "../../src/ports/InboundStore.ts"
+import { ListStore } from "../../src/ports/ListStore.ts"
 import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
@@ -30,9 +31,12 @@ import {
   emailMessageRecord,
   inboundPayloadRecord,
   inlineImageRecord,
+  listRecord,
+  marketingOptOutRecord,
   messageRecord,
   outboxEvent,
   seedTenant,
+  subscriptionRecord,
   tenantRecord,
   userRecord,
   webhookEndpointRecord
@@ -64,6 +68,7 @@ const rowsOfEveryPort = () => {
   const emailIntegration = emailIntegrationRecord(tenant.id)
   const emailThread = conversationRecord(tenant.id, { channel_id: emailIntegration.id, contact_id: contact.id, kind: "email" })
   const email = emailMessageRecord(emailThread, emailIntegration.id)
+  const list = listRecord(tenant.id, { is_default: true })
   const statusReport: MessageStatusReport = {
     tenant_id: tenant.id,
     channel_id: channel.id,
@@ -94,7 +99,10 @@ const rowsOfEveryPort = () => {
     emailThread,
     email,
     emailAttachment: emailAttachmentRecord(tenant.id, email.id, 0),
-    inlineImage: inlineImageRecord(tenant.id)
+    inlineImage: inlineImageRecord(tenant.id),
+    list,
+    subscription: subscriptionRecord(tenant.id, list.id, { contact_id: contact.id }),
+    optOut: marketingOptOutRecord(tenant.id, { contact_id: contact.id, channel_id: channel.id })
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -123,6 +131,9 @@ const insertEvery = (rows: Rows) =>
         s.insertInlineImage(rows.inlineImage)
       ], { discard: true })
     )
+    yield* ListStore.use((s) =>
+      Effect.all([s.insertList(rows.list), s.putSubscription(rows.subscription), s.putOptOut(rows.optOut)], { discard: true })
+    )
   })
 
 /** Changes `rows` through every port that changes rows, and reports whether each change found its row. */
@@ -144,7 +155,17 @@ const changeEvery = (rows: Rows) =>
         Effect.map(s.get(rows.tenant.id, rows.attachment.id), (a) => Option.getOrUndefined(a)?.message_id === rows.message.id)
       )
     ),
-    email: EmailStore.use((s) => s.updateMessage(rows.tenant.id, { ...rows.email, subject: "Changed" }))
+    email: EmailStore.use((s) => s.updateMessage(rows.tenant.id, { ...rows.email, subject: "Changed" })),
+    list: ListStore.use((s) => s.updateList(rows.tenant.id, { ...rows.list, deleted_at: CHANGED_AT })),
+    subscription: ListStore.use((s) =>
+      Effect.andThen(
+        s.putSubscription({ ...rows.subscription, status: "unsubscribed", unsubscribed_at: CHANGED_AT, updated_at: CHANGED_AT }),
+        Effect.map(
+          s.getSubscription(rows.tenant.id, rows.list.id, rows.contact.id),
+          (found) => Option.getOrUndefined(found)?.status === "unsubscribed"
+        )
+      )
+    )
   })
 
 /** Whether each change of `changeEvery` found its row: all of them. */
@@ -159,7 +180,9 @@ const EVERY_CHANGE = {
   conversation: true,
   message: true,
   attachment: true,
-  email: true
+  email: true,
+  list: true,
+  subscription: true
 }
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
@@ -183,7 +206,10 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   emailIntegrations: await h().stored.emailIntegrations(rows.tenant.id),
   emailMessages: await h().stored.emailMessages(rows.tenant.id),
   emailAttachments: await h().stored.emailAttachments(rows.tenant.id),
-  inlineImages: await h().stored.inlineImages(rows.tenant.id)
+  inlineImages: await h().stored.inlineImages(rows.tenant.id),
+  lists: await h().stored.lists(rows.tenant.id),
+  listSubscriptions: await h().stored.listSubscriptions(rows.tenant.id),
+  marketingOptOuts: await h().stored.marketingOptOuts(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -207,7 +233,10 @@ const asStored = (rows: Rows) => ({
   emailIntegrations: [rows.emailIntegration],
   emailMessages: [rows.email],
   emailAttachments: [rows.emailAttachment],
-  inlineImages: [rows.inlineImage]
+  inlineImages: [rows.inlineImage],
+  lists: [rows.list],
+  listSubscriptions: [rows.subscription],
+  marketingOptOuts: [rows.optOut]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -235,7 +264,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "emailIntegrations",
     "emailMessages",
     "emailAttachments",
-    "inlineImages"
+    "inlineImages",
+    "lists",
+    "listSubscriptions",
+    "marketingOptOuts"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -284,7 +316,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         emailIntegrations: [],
         emailMessages: [],
         emailAttachments: [],
-        inlineImages: []
+        inlineImages: [],
+        lists: [],
+        listSubscriptions: [],
+        marketingOptOuts: []
       })
     })
 

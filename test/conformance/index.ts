@@ -22,6 +22,7 @@ import { emailStoreSuite } from "./EmailStoreSuite.ts"
 import { describeOpened, type Suite } from "./Harness.ts"
 import { inboundStoreSuite } from "./InboundStoreSuite.ts"
 import { libraryCacheStoreSuite } from "./LibraryCacheStoreSuite.ts"
+import { listStoreSuite } from "./ListStoreSuite.ts"
 import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
 import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
@@ -50,6 +51,7 @@ export {
   emailStoreSuite,
   inboundStoreSuite,
   libraryCacheStoreSuite,
+  listStoreSuite,
   messageStoreSuite,
   outboxStoreSuite,
   sendingLimitStoreSuite,
@@ -80,6 +82,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   libraryCacheStoreSuite,
   sendingLimitStoreSuite,
   emailStoreSuite,
+  listStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

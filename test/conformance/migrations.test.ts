@@ -130,6 +130,22 @@ describe.each(testDatabases)("migrations on $name", ({ open }) => {
       await close()
     }
   })
+
+  it("give lists unique slugs and one default among live lists, and subscriptions indexes by contact and for paging a list", async () => {
+    const { db, dialect, close } = await open()
+    try {
+      expect(await indexDefinition(db, dialect, "lists_tenant_slug_unique"))
+        .toMatch(/unique index.*\(.*tenant_id.*slug.*\).*where.*deleted_at.*is null/i)
+      expect(await indexDefinition(db, dialect, "lists_tenant_default_unique"))
+        .toMatch(/unique index.*\("?tenant_id"?\).*where.*is_default.*=.*1.*and.*deleted_at.*is null/i)
+      expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_contact_idx"))
+        .toMatch(/\(.*tenant_id.*contact_id.*\)/i)
+      expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_list_status_idx"))
+        .toMatch(/\(.*tenant_id.*list_id.*status.*contact_id.*\)/i)
+    } finally {
+      await close()
+    }
+  })
 })
 
 describe.each(emptyDatabases)("migrations from an older schema on $name", ({ name, open }) => {
