@@ -52,6 +52,8 @@ import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
 import { templateRoutes } from "../templates/TemplateRoutes.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { emailRoutes } from "../email/EmailRoutes.ts"
+import { listRoutes } from "../lists/ListRoutes.ts"
+import { ListService } from "../lists/ListService.ts"
 import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
@@ -98,14 +100,15 @@ export type CoreServices =
   | SendingLimitService
   | EmailService
   | EmailHandlers
+  | ListService
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
 
 /**
  * The handlers of inbound chat-app traffic, in the order they run (ARCHITECTURE.md, "Inbound
- * traffic"): the pipeline de-duplicates first; keywords and flow answers will come before the
- * conversation and message store, which runs last.
+ * traffic"): the pipeline de-duplicates first; opt-in keywords, then (to come) flow answers, and the
+ * conversation and message store last (it records keyword messages too).
  */
 const chatappHandlersLayer = Layer.effect(
   ChatappHandlers,
@@ -113,12 +116,14 @@ const chatappHandlersLayer = Layer.effect(
     const messages = yield* MessageService
     const templates = yield* TemplateService
     const limits = yield* SendingLimitService
+    const lists = yield* ListService
     return ChatappHandlers.of({
-      messages: [messages.storeHandler],
+      messages: [lists.keywordHandler, messages.storeHandler],
       statuses: [messages.statusHandler],
       fields: {
         message_template_status_update: [templates.statusHandler],
-        phone_number_quality_update: [limits.qualityHandler]
+        phone_number_quality_update: [limits.qualityHandler],
+        user_preferences: [lists.preferencesHandler]
       }
     })
   })
@@ -154,6 +159,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     Layer.provideMerge(EmailService.layer),
     Layer.provideMerge(chatappHandlersLayer),
     Layer.provideMerge(TemplateService.layer),
+    Layer.provideMerge(ListService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
     // The dispatcher mails suspension notices through the tenants' service.
     Layer.provideMerge(WebhookDispatcher.layer),
@@ -174,7 +180,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...messageRoutes,
   ...templateRoutes,
   ...attachmentRoutes,
-  ...emailRoutes
+  ...emailRoutes,
+  ...listRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */

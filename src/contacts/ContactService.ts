@@ -46,6 +46,11 @@ export class ContactService extends Context.Service<ContactService, {
     email: string,
     name: string | null
   ) => Effect.Effect<{ readonly contact: ContactRecord; readonly created: boolean }, StorageError>
+  /** The tenant's contact with this phone, else with this email (lower-cased), if any: how an import matches. */
+  readonly findByIdentity: (
+    tenantId: string,
+    identity: { readonly phone?: string | undefined; readonly email?: string | undefined }
+  ) => Effect.Effect<Option.Option<ContactRecord>, StorageError>
   /** Applies the given fields; emits `contact.updated` only when something actually changed. */
   readonly update: (
     tenantId: string,
@@ -137,6 +142,14 @@ export class ContactService extends Context.Service<ContactService, {
         findOrCreateByEmail: Effect.fn("ContactService.findOrCreateByEmail")(function*(tenantId, email, name) {
           return yield* findOrCreate(tenantId, "email", normalizeEmail(email), name)
         }),
+        findByIdentity: Effect.fn("ContactService.findByIdentity")(function*(tenantId, identity) {
+          if (identity.phone !== undefined) {
+            const byPhone = yield* contacts.findBy(tenantId, "phone", identity.phone)
+            if (Option.isSome(byPhone)) return byPhone
+          }
+          if (identity.email !== undefined) return yield* contacts.findBy(tenantId, "email", normalizeEmail(identity.email))
+          return Option.none()
+        }),
         get: Effect.fn("ContactService.get")(function*(tenantId, id) {
           const found = yield* contacts.get(tenantId, id)
           if (Option.isNone(found)) return yield* notFound(id)
@@ -194,3 +207,6 @@ export class ContactService extends Context.Service<ContactService, {
     })
   )
 }
+
+/** A contact's fields as `POST /contacts` takes them, for areas that take contacts in bulk (imports). */
+export { Contact, CreateContactRequest } from "./Contact.ts"

@@ -108,6 +108,8 @@ export class ListStore extends Context.Service<ListStore, {
 
   /** Records an opt-out; a second one for the same contact and channel keeps the first. */
   readonly putOptOut: (optOut: MarketingOptOutRecord) => Effect.Effect<void, StorageError>
+  /** Removes the contact's opt-out on that channel (null: the one for every channel); none there succeeds. */
+  readonly removeOptOut: (tenantId: string, contactId: string, channelId: string | null) => Effect.Effect<void, StorageError>
   /** The contact's opt-outs (any channel). */
   readonly optOutsOf: (
     tenantId: string,

@@ -9,6 +9,7 @@ import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
+import { ListService } from "../lists/ListService.ts"
 import { type Message, MessageService } from "../messages/MessageService.ts"
 import { ChatPlatform, type ChatappCredentials, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
 import { type TemplateFilter, TemplateStore } from "../ports/TemplateStore.ts"
@@ -58,6 +59,9 @@ const rendered = (components: Template["components"], values: ReadonlyArray<stri
   return body.replace(/\{\{\s*(\d+)\s*\}\}/g, (whole, n: string) => bodyValues[Number(n) - 1] ?? whole)
 }
 
+/** The operator's error when the recipient turned marketing messages from the business off. */
+export const MARKETING_OPTED_OUT_CODE = 131050
+
 /**
  * Chat-app templates: the operator's library browsed through a cache, entries adopted into a
  * channel, templates read, listed and sent, and moved by the operator's status webhooks.
@@ -102,6 +106,7 @@ export class TemplateService extends Context.Service<TemplateService, {
       const contacts = yield* ContactService
       const conversations = yield* ConversationService
       const messages = yield* MessageService
+      const lists = yield* ListService
       const adopt = makeAdoption({ templates, platform, library })
 
       /** The channel in the tenant (404), connected and holding a business account and a token (400). */
@@ -289,7 +294,21 @@ export class TemplateService extends Context.Service<TemplateService, {
                 components: sendComponentsOf(template.components, values)
               }
             }
-          })
+          }).pipe(
+            // The contact turned marketing messages off: kept on the contact, so campaigns skip them.
+            Effect.tapError((error) =>
+              error._tag === "OperatorFailed" && error.operator.code === MARKETING_OPTED_OUT_CODE
+                ? Effect.flatMap(now, (at) =>
+                  lists.recordOptOut({
+                    tenant_id: tenantId,
+                    contact_id: contact.id,
+                    channel_id: channel.id,
+                    source: "operator_error",
+                    opted_out_at: at
+                  }))
+                : Effect.void
+            )
+          )
         }),
 
         statusHandler

@@ -441,6 +441,21 @@ export const listStoreSuite: Suite<ListStore | TenantStore | AccountStore, ListT
         expect(await h().stored.marketingOptOuts(tenant.id)).toEqual([...mine, someoneElse].sort(byContact))
       })
 
+      it("removes one opt-out of a contact by channel, leaving the others and other tenants' alone", async () => {
+        const { a, b, optOutOfA, optOutOfB } = await h().run(twoTenants)
+        const channelId = newId()
+        const onChannel = marketingOptOutRecord(a.id, { contact_id: optOutOfA.contact_id, channel_id: channelId })
+        await h().run(putOptOuts([onChannel]))
+        await h().run(ListStore.use((s) => s.removeOptOut(a.id, optOutOfA.contact_id, channelId)))
+        expect(await optOutsOf(h, a.id, optOutOfA.contact_id)).toEqual([optOutOfA])
+        // Another tenant's opt-out of the same contact id for every channel stays when A removes its own.
+        await h().run(ListStore.use((s) => s.removeOptOut(a.id, optOutOfA.contact_id, null)))
+        expect(await optOutsOf(h, a.id, optOutOfA.contact_id)).toEqual([])
+        expect(await optOutsOf(h, b.id, optOutOfB.contact_id)).toEqual([optOutOfB])
+        // Removing what is not there succeeds.
+        await h().run(ListStore.use((s) => s.removeOptOut(a.id, newId(), null)))
+      })
+
       it("finds no opt-out of a contact without any", async () => {
         const { tenant } = await h().run(seedTenant)
         expect(await optOutsOf(h, tenant.id, newId())).toEqual([])

@@ -119,6 +119,10 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
           db.insertInto("marketing_opt_outs").values(optOutToRow(optOut))
             .onConflict((oc) => oc.columns(["tenant_id", "contact_id", "channel_key"]).doNothing())
             .execute()).pipe(Effect.asVoid),
+      removeOptOut: (tenantId, contactId, channelId) =>
+        query(connection, (db) =>
+          db.deleteFrom("marketing_opt_outs").where("tenant_id", "=", tenantId).where("contact_id", "=", contactId)
+            .where("channel_key", "=", channelId ?? EVERY_CHANNEL).execute()).pipe(Effect.asVoid),
       optOutsOf: (tenantId, contactId) =>
         query(connection, (db) =>
           db.selectFrom("marketing_opt_outs").selectAll().where("tenant_id", "=", tenantId)

@@ -1,0 +1,101 @@
+import { Effect, Option, Schema } from "effect"
+import { type ContactService, CreateContactRequest } from "../contacts/ContactService.ts"
+import { InvalidRequest, type NotFound } from "../kernel/ApiError.ts"
+import { UuidString } from "../kernel/Id.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import type { ListRecord } from "../ports/ListStore.ts"
+import type { Transactor } from "../ports/Transactor.ts"
+
+/** Most contacts one import takes. */
+export const MAX_IMPORT_CONTACTS = 5000
+
+/** Body of `POST /contacts/import`. */
+export const ContactImportRequest = Schema.Struct({
+  contacts: Schema.Array(CreateContactRequest).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_IMPORT_CONTACTS)),
+  /** Lists the imported contacts are subscribed to, only with `optin_confirmed: true`. */
+  list_ids: Schema.optionalKey(Schema.Array(UuidString)),
+  /** The contacts agreed to receive messages from these lists; only then are they subscribed (method `import`). */
+  optin_confirmed: Schema.optionalKey(Schema.Boolean)
+})
+/** Body of `POST /contacts/import`. */
+export type ContactImport = typeof ContactImportRequest.Type
+
+/** Response of `POST /contacts/import`. */
+export const ImportResultSchema = Schema.Struct({
+  created: Schema.Int,
+  updated: Schema.Int,
+  unchanged: Schema.Int,
+  /** New subscriptions made (contacts already subscribed are not counted again). */
+  subscribed: Schema.Int,
+  /** Whether subscriptions were made: only with `optin_confirmed: true` and `list_ids`. */
+  subscriptions_applied: Schema.Boolean,
+  /** Contacts not imported, by their index in `contacts`, with why. */
+  failed: Schema.Array(Schema.Struct({ index: Schema.Int, detail: Schema.String }))
+})
+/** Response of `POST /contacts/import`. */
+export type ImportResult = typeof ImportResultSchema.Type
+
+/** What an import needs. */
+export interface ContactImportDeps {
+  readonly transactor: Transactor["Service"]
+  readonly contacts: ContactService["Service"]
+  readonly listOf: (tenantId: string, id: string) => Effect.Effect<ListRecord, NotFound | StorageError>
+  /** Subscribes; `true` when the contact was not subscribed before. */
+  readonly subscribe: (
+    tenantId: string,
+    listId: string,
+    contactId: string
+  ) => Effect.Effect<boolean, NotFound | InvalidRequest | StorageError>
+}
+
+const detailOf = (error: { readonly _tag: string; readonly message?: string; readonly issues?: ReadonlyArray<{ readonly msg: string }> }) =>
+  error.issues?.map((issue) => issue.msg).join("; ") ?? error.message ?? error._tag
+
+/**
+ * Imports contacts: each is matched by phone, else email, and updated with the fields given, or
+ * created; a contact that cannot be stored is reported by its index and the others go on. The
+ * lists are subscribed to only with `optin_confirmed: true`, with the opt-in method `import`.
+ */
+export const makeContactImport = (deps: ContactImportDeps) =>
+  Effect.fn("ListService.importContacts")(function*(tenantId: string, request: ContactImport) {
+    const { contacts } = deps
+    const listIds = [...new Set(request.list_ids ?? [])]
+    const lists = yield* Effect.forEach(listIds, (id) => deps.listOf(tenantId, id))
+    const dynamic = lists.findIndex((list) => list.type === "dynamic")
+    if (dynamic >= 0) {
+      return yield* InvalidRequest.single(["body", "list_ids", dynamic], "A dynamic list takes no subscribers", "not_allowed")
+    }
+    const apply = request.optin_confirmed === true && lists.length > 0
+    const result = { created: 0, updated: 0, unchanged: 0, subscribed: 0 }
+    const failed: Array<{ index: number; detail: string }> = []
+    for (const [index, entry] of request.contacts.entries()) {
+      const outcome = yield* Effect.result(deps.transactor.withTransaction(Effect.gen(function*() {
+        const found = yield* contacts.findByIdentity(tenantId, { phone: entry.phone, email: entry.email })
+        let kind: "created" | "updated" | "unchanged"
+        let contactId: string
+        if (Option.isSome(found)) {
+          const updated = yield* contacts.update(tenantId, found.value.id, entry)
+          kind = updated.updated_at !== found.value.updated_at ? "updated" : "unchanged"
+          contactId = found.value.id
+        } else {
+          contactId = (yield* contacts.create(tenantId, entry)).id
+          kind = "created"
+        }
+        let subscribed = 0
+        if (apply) {
+          for (const list of lists) if (yield* deps.subscribe(tenantId, list.id, contactId)) subscribed++
+        }
+        return { kind, subscribed }
+      })))
+      if (outcome._tag === "Success") {
+        result[outcome.success.kind]++
+        result.subscribed += outcome.success.subscribed
+      }
+      if (outcome._tag === "Failure") {
+        const error = outcome.failure
+        if (error._tag === "StorageError" && error.reason !== "UniqueViolation") return yield* Effect.fail(error)
+        failed.push({ index, detail: detailOf(error) })
+      }
+    }
+    return { ...result, subscriptions_applied: apply, failed } satisfies ImportResult
+  })
