@@ -17,6 +17,9 @@ export const ALL_SCOPES = [
   "webhooks:create",
   "webhooks:update",
   "webhooks:delete",
+  "campaigns:read",
+  "campaigns:create",
+  "campaigns:update",
   "chatapp_flows:read",
   "team_chat:read",
   "team_chat:create"
