@@ -26,6 +26,14 @@ export class ContactStore extends Context.Service<ContactStore, {
     tenantId: string,
     window: { readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }, StorageError>
+  /** The tenant's contacts among `ids` (any order; unknown ids are left out). */
+  readonly getMany: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContactRecord>, StorageError>
+  /** Up to `limit` of the tenant's contacts by id after `afterId` (keyset: contacts added meanwhile are not read twice). */
+  readonly pageById: (
+    tenantId: string,
+    afterId: string | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ContactRecord>, StorageError>
   /** The tenant's contact holding `field` = `value`, if any. */
   readonly findBy: (
     tenantId: string,

@@ -63,6 +63,34 @@ export const contactStoreSuite: Suite<ContactStore | TenantStore | AccountStore,
       expect(Option.getOrUndefined(await h().run(ContactStore.use((s) => s.get(tenant.id, contact.id))))).toEqual(contact)
     })
 
+    it("reads many by id in any number, leaving out unknown ids and other tenants' contacts", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const other = (await h().run(seedTenant)).tenant
+      const mine = Array.from({ length: 620 }, () => contactRecord(tenant.id))
+      const theirs = contactRecord(other.id)
+      await h().run(insertAll([...mine, theirs]))
+      const asked = [...mine.map((c) => c.id), theirs.id, contactRecord(tenant.id).id]
+      const found = await h().run(ContactStore.use((s) => s.getMany(tenant.id, asked)))
+      expect([...found].sort(byId)).toEqual([...mine].sort(byId))
+      expect(await h().run(ContactStore.use((s) => s.getMany(tenant.id, [])))).toEqual([])
+    })
+
+    it("pages the tenant's contacts by id, each once, never another tenant's", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const other = (await h().run(seedTenant)).tenant
+      const mine = Array.from({ length: 23 }, () => contactRecord(tenant.id))
+      await h().run(insertAll([...mine, contactRecord(other.id)]))
+      const seen: Array<ContactRecord> = []
+      let after: string | null = null
+      for (;;) {
+        const page: ReadonlyArray<ContactRecord> = await h().run(ContactStore.use((s) => s.pageById(tenant.id, after, 10)))
+        if (page.length === 0) break
+        seen.push(...page)
+        after = page.at(-1)!.id
+      }
+      expect(seen.map((c) => c.id)).toEqual(mine.map((c) => c.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    })
+
     it("finds no contact for an unknown id", async () => {
       const { tenant } = await h().run(seedTenant)
       const unknown = contactRecord(tenant.id)

@@ -13,6 +13,9 @@ const toRow = (contact: ContactRecord): ContactsTable => ({
   custom_fields: JSON.stringify(contact.custom_fields)
 })
 
+const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
 /** `ContactStore` on Kysely. */
 export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnection> = Layer.effect(
   ContactStore,
@@ -41,6 +44,19 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
             .where("tenant_id", "=", tenantId).executeTakeFirstOrThrow()
           return { items: items.map(fromRow), total: Number(count.n) }
         }),
+      getMany: (tenantId, ids) =>
+        ids.length === 0 ? Effect.succeed([]) : Effect.map(
+          Effect.forEach(chunks(ids, 500), (part) =>
+            query(connection, (db) =>
+              db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).where("id", "in", [...part]).execute())),
+          (pages) => pages.flat().map(fromRow)
+        ),
+      pageById: (tenantId, afterId, limit) =>
+        query(connection, (db) => {
+          let q = db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId)
+          if (afterId !== null) q = q.where("id", ">", afterId)
+          return q.orderBy("id").limit(limit).execute()
+        }).pipe(Effect.map((rows) => rows.map(fromRow))),
       findBy: (tenantId, field, value) =>
         query(connection, (db) =>
           db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).where(field, "=", value)
