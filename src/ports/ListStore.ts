@@ -106,6 +106,16 @@ export class ListStore extends Context.Service<ListStore, {
   /** How many contacts are subscribed to the list. */
   readonly countSubscribed: (tenantId: string, listId: string) => Effect.Effect<number, StorageError>
 
+  /** The subscriptions (either status) of any of `contactIds`, for reading an audience in pages. */
+  readonly subscriptionsAmong: (
+    tenantId: string,
+    contactIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<SubscriptionRecord>, StorageError>
+  /** The opt-outs of any of `contactIds`. */
+  readonly optOutsAmong: (
+    tenantId: string,
+    contactIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<MarketingOptOutRecord>, StorageError>
   /** Records an opt-out; a second one for the same contact and channel keeps the first. */
   readonly putOptOut: (optOut: MarketingOptOutRecord) => Effect.Effect<void, StorageError>
   /** Removes the contact's opt-out on that channel (null: the one for every channel); none there succeeds. */

@@ -456,6 +456,22 @@ export const listStoreSuite: Suite<ListStore | TenantStore | AccountStore, ListT
         await h().run(ListStore.use((s) => s.removeOptOut(a.id, newId(), null)))
       })
 
+      it("reads the subscriptions and opt-outs among many contacts, in chunks, never another tenant's", async () => {
+        const { a, b, listOfA, subscriptionOfA, optOutOfA } = await h().run(twoTenants)
+        const many = Array.from({ length: 600 }, () => newId())
+        const subscriptions = many.slice(0, 3).map((contact_id) => subscriptionRecord(a.id, listOfA.id, { contact_id }))
+        await h().run(putSubscriptions(subscriptions))
+        const optOut = marketingOptOutRecord(a.id, { contact_id: many[599]! })
+        await h().run(putOptOuts([optOut]))
+        const asked = [...many, subscriptionOfA.contact_id]
+        const subs = await h().run(ListStore.use((s) => s.subscriptionsAmong(a.id, asked)))
+        expect(subs.map((s) => s.contact_id).sort()).toEqual([...subscriptions.map((s) => s.contact_id), subscriptionOfA.contact_id].sort())
+        const outs = await h().run(ListStore.use((s) => s.optOutsAmong(a.id, asked)))
+        expect(outs.map((o) => o.contact_id).sort()).toEqual([optOut.contact_id, optOutOfA.contact_id].sort())
+        expect(await h().run(ListStore.use((s) => s.optOutsAmong(b.id, many)))).toEqual([])
+        expect(await h().run(ListStore.use((s) => s.subscriptionsAmong(a.id, [])))).toEqual([])
+      })
+
       it("finds no opt-out of a contact without any", async () => {
         const { tenant } = await h().run(seedTenant)
         expect(await optOutsOf(h, tenant.id, newId())).toEqual([])

@@ -10,6 +10,9 @@ import { KyselyConnection, query } from "../Connection.ts"
 import type { Db, ListsTable, ListSubscriptionsTable, MarketingOptOutsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
 const listFromRow = (row: ListsTable): ListRecord => ({
   ...row,
   is_default: fromFlag(row.is_default),
@@ -119,6 +122,22 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
           db.insertInto("marketing_opt_outs").values(optOutToRow(optOut))
             .onConflict((oc) => oc.columns(["tenant_id", "contact_id", "channel_key"]).doNothing())
             .execute()).pipe(Effect.asVoid),
+      subscriptionsAmong: (tenantId, contactIds) =>
+        contactIds.length === 0 ? Effect.succeed([]) : Effect.map(
+          Effect.forEach(chunksOf(contactIds, 500), (part) =>
+            query(connection, (db) =>
+              db.selectFrom("list_subscriptions").selectAll().where("tenant_id", "=", tenantId)
+                .where("contact_id", "in", [...part]).execute())),
+          (pages) => pages.flat().map(subscriptionFromRow)
+        ),
+      optOutsAmong: (tenantId, contactIds) =>
+        contactIds.length === 0 ? Effect.succeed([]) : Effect.map(
+          Effect.forEach(chunksOf(contactIds, 500), (part) =>
+            query(connection, (db) =>
+              db.selectFrom("marketing_opt_outs").selectAll().where("tenant_id", "=", tenantId)
+                .where("contact_id", "in", [...part]).execute())),
+          (pages) => pages.flat().map(optOutFromRow)
+        ),
       removeOptOut: (tenantId, contactId, channelId) =>
         query(connection, (db) =>
           db.deleteFrom("marketing_opt_outs").where("tenant_id", "=", tenantId).where("contact_id", "=", contactId)
