@@ -51,6 +51,14 @@ export class ContactService extends Context.Service<ContactService, {
     tenantId: string,
     identity: { readonly phone?: string | undefined; readonly email?: string | undefined }
   ) => Effect.Effect<Option.Option<ContactRecord>, StorageError>
+  /** The tenant's contacts among `ids`, any order (for reading audiences a page at a time). */
+  readonly getMany: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContactRecord>, StorageError>
+  /** Up to `limit` of the tenant's contacts by id after `afterId`. */
+  readonly pageById: (
+    tenantId: string,
+    afterId: string | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ContactRecord>, StorageError>
   /** Applies the given fields; emits `contact.updated` only when something actually changed. */
   readonly update: (
     tenantId: string,
@@ -142,6 +150,8 @@ export class ContactService extends Context.Service<ContactService, {
         findOrCreateByEmail: Effect.fn("ContactService.findOrCreateByEmail")(function*(tenantId, email, name) {
           return yield* findOrCreate(tenantId, "email", normalizeEmail(email), name)
         }),
+        getMany: (tenantId, ids) => contacts.getMany(tenantId, ids),
+        pageById: (tenantId, afterId, limit) => contacts.pageById(tenantId, afterId, limit),
         findByIdentity: Effect.fn("ContactService.findByIdentity")(function*(tenantId, identity) {
           if (identity.phone !== undefined) {
             const byPhone = yield* contacts.findBy(tenantId, "phone", identity.phone)

@@ -10,7 +10,8 @@ import { newId } from "../kernel/Id.ts"
 import { candidate, slugify } from "../kernel/Slug.ts"
 import { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
-import { type ListRecord, ListStore, type MarketingOptOutRecord, type OptinMethod, type SubscriptionRecord } from "../ports/ListStore.ts"
+import type { ContactRecord } from "../ports/ContactStore.ts"
+import { type ListFilters, type ListRecord, ListStore, type MarketingOptOutRecord, type OptinMethod, type SubscriptionRecord } from "../ports/ListStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { type ContactImport, type ImportResult, makeContactImport } from "./ContactImport.ts"
@@ -23,6 +24,17 @@ import {
   toSubscription,
   type UpdateListRequest
 } from "./List.ts"
+
+// A dynamic list's filters over a contact: every condition given holds, and the contact is reachable.
+const matchesFilters = (contact: ContactRecord, filters: ListFilters): boolean =>
+  (contact.phone !== null || contact.email !== null) &&
+  (filters.has_phone === undefined || (contact.phone !== null) === filters.has_phone) &&
+  (filters.has_email === undefined || (contact.email !== null) === filters.has_email) &&
+  (filters.language === undefined || contact.language === filters.language) &&
+  Object.entries(filters.custom_fields ?? {}).every(([key, value]) => {
+    const held = contact.custom_fields[key]
+    return held !== undefined && held !== null && String(held) === value
+  })
 
 const notFound = (id: string) => new NotFound({ message: `List ${id} not found` })
 
@@ -81,6 +93,25 @@ export class ListService extends Context.Service<ListService, {
     { readonly items: ReadonlyArray<Subscription>; readonly marketing_opt_outs: ReadonlyArray<MarketingOptOutRecord> },
     NotFound | StorageError
   >
+  /**
+   * One page of a list's audience, contact ids by id after `after`: a static list's subscribers; a
+   * dynamic list's contacts matching its filters that are reachable (a phone or an email) and have
+   * not opted out. `next` continues (null at the end); a page may hold fewer than `limit`.
+   */
+  readonly audiencePage: (
+    tenantId: string,
+    listId: string,
+    after: string | null,
+    limit: number
+  ) => Effect.Effect<{ readonly contactIds: ReadonlyArray<string>; readonly next: string | null }, NotFound | StorageError>
+  /** What a campaign must know of these contacts: their opt-outs, and who left every list they were on. */
+  readonly consentAmong: (
+    tenantId: string,
+    contactIds: ReadonlyArray<string>
+  ) => Effect.Effect<{
+    readonly optOuts: ReadonlyArray<MarketingOptOutRecord>
+    readonly unsubscribedOnly: ReadonlySet<string>
+  }, StorageError>
   /** Records that the contact refused marketing (a keyword, the operator's preferences or send error). */
   readonly recordOptOut: (optOut: MarketingOptOutRecord) => Effect.Effect<void, StorageError>
   /** `POST /contacts/import`. */
@@ -304,6 +335,33 @@ export class ListService extends Context.Service<ListService, {
           }
         }),
         recordOptOut,
+        audiencePage: Effect.fn("ListService.audiencePage")(function*(tenantId, listId, after, limit) {
+          const list = yield* listRecord(tenantId, listId)
+          if (list.type === "static") {
+            const contactIds = yield* store.subscribedContacts(tenantId, listId, { afterContactId: after, limit })
+            return { contactIds, next: contactIds.length < limit ? null : contactIds.at(-1)! }
+          }
+          const page = yield* contacts.pageById(tenantId, after, limit)
+          const ids = page.map((contact) => contact.id)
+          const optedOut = new Set((yield* store.optOutsAmong(tenantId, ids)).map((o) => o.contact_id))
+          const filters = list.filters ?? {}
+          const subscribed = filters.has_opt_in === true
+            ? new Set((yield* store.subscriptionsAmong(tenantId, ids)).filter((s) => s.status === "subscribed").map((s) => s.contact_id))
+            : null
+          const contactIds = page.filter((contact) =>
+            matchesFilters(contact, filters) && !optedOut.has(contact.id) && (subscribed === null || subscribed.has(contact.id))
+          ).map((contact) => contact.id)
+          return { contactIds, next: page.length < limit ? null : page.at(-1)!.id }
+        }),
+        consentAmong: Effect.fn("ListService.consentAmong")(function*(tenantId, contactIds) {
+          const optOuts = yield* store.optOutsAmong(tenantId, contactIds)
+          const states = new Map<string, boolean>()
+          for (const row of yield* store.subscriptionsAmong(tenantId, contactIds)) {
+            states.set(row.contact_id, (states.get(row.contact_id) ?? false) || row.status === "subscribed")
+          }
+          const unsubscribedOnly = new Set([...states].filter(([, any]) => !any).map(([id]) => id))
+          return { optOuts, unsubscribedOnly }
+        }),
         importContacts,
         keywordHandler: keyword.messageHandler,
         preferencesHandler: keyword.preferencesHandler
