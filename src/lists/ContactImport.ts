@@ -3,6 +3,7 @@ import { type ContactService, CreateContactRequest } from "../contacts/ContactSe
 import { InvalidRequest, type NotFound } from "../kernel/ApiError.ts"
 import { UuidString } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
+import type { ContactRecord } from "../ports/ContactStore.ts"
 import type { ListRecord } from "../ports/ListStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 
@@ -48,6 +49,11 @@ export interface ContactImportDeps {
   ) => Effect.Effect<boolean, NotFound | InvalidRequest | StorageError>
 }
 
+// Whether an update changed nothing a user sees (timestamps can tie within one millisecond).
+const sameFields = (a: ContactRecord, b: ContactRecord) =>
+  a.name === b.name && a.phone === b.phone && a.email === b.email && a.language === b.language &&
+  JSON.stringify(a.custom_fields) === JSON.stringify(b.custom_fields)
+
 const detailOf = (error: { readonly _tag: string; readonly message?: string; readonly issues?: ReadonlyArray<{ readonly msg: string }> }) =>
   error.issues?.map((issue) => issue.msg).join("; ") ?? error.message ?? error._tag
 
@@ -75,7 +81,7 @@ export const makeContactImport = (deps: ContactImportDeps) =>
         let contactId: string
         if (Option.isSome(found)) {
           const updated = yield* contacts.update(tenantId, found.value.id, entry)
-          kind = updated.updated_at !== found.value.updated_at ? "updated" : "unchanged"
+          kind = sameFields(updated, found.value) ? "unchanged" : "updated"
           contactId = found.value.id
         } else {
           contactId = (yield* contacts.create(tenantId, entry)).id

@@ -105,6 +105,8 @@ export const makeKeywordHandlers = (deps: KeywordDeps) => {
             case "subscribe": {
               const list = byId.get(outcome.listId)!
               yield* deps.subscribe(tenantId, list.id, contact.id, channel.id)
+              // Asking to subscribe again lifts the contact's marketing opt-out on this number.
+              yield* deps.removeOptOut(tenantId, contact.id, channel.id)
               answer = { contactId: contact.id, text: list.welcome_message ?? defaultWelcomeMessage(list.name) }
               return "consumed" as const
             }

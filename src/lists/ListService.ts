@@ -328,7 +328,7 @@ export class ListService extends Context.Service<ListService, {
           yield* contacts.get(tenantId, contactId)
           const rows = yield* store.subscriptionsOf(tenantId, contactId)
           // Slugs of deleted lists are read too: the history names the list it was.
-          const slugs = new Map((yield* store.listLists(tenantId)).map((list) => [list.id, list.slug]))
+          const slugs = new Map((yield* store.listAllLists(tenantId)).map((list) => [list.id, list.slug]))
           return {
             items: rows.map((row) => toSubscription(row, slugs.get(row.list_id) ?? "")),
             marketing_opt_outs: yield* store.optOutsOf(tenantId, contactId)

@@ -80,6 +80,8 @@ export class ListStore extends Context.Service<ListStore, {
   readonly findDefaultList: (tenantId: string) => Effect.Effect<Option.Option<ListRecord>, StorageError>
   /** The tenant's lists that are not deleted, oldest first. */
   readonly listLists: (tenantId: string) => Effect.Effect<ReadonlyArray<ListRecord>, StorageError>
+  /** Every list of the tenant, deleted ones too (a subscription history names the list it was). */
+  readonly listAllLists: (tenantId: string) => Effect.Effect<ReadonlyArray<ListRecord>, StorageError>
   /** Whether the tenant has any list that is not deleted (keywords are handled only then). */
   readonly hasLists: (tenantId: string) => Effect.Effect<boolean, StorageError>
   /** Replaces list `list.id` of the tenant (also to delete it softly); `false` when it does not exist there. */

@@ -478,6 +478,18 @@ export const listStoreSuite: Suite<ListStore | TenantStore | AccountStore, ListT
       })
     })
 
+    describe("every list, deleted ones too", () => {
+      it("lists the tenant's lists with the deleted ones, oldest first, never another tenant's", async () => {
+        const { a, listOfA } = await h().run(twoTenants)
+        const later = listRecord(a.id, { created_at: "2099-01-01T00:00:00.000Z" })
+        await h().run(insertLists([later]))
+        const deleted = { ...later, deleted_at: "2099-01-02T00:00:00.000Z" }
+        await updateList(h, a.id, deleted)
+        expect(await listLists(h, a.id)).toEqual([listOfA])
+        expect(await h().run(ListStore.use((s) => s.listAllLists(a.id)))).toEqual([listOfA, deleted])
+      })
+    })
+
     describe("tenant isolation", () => {
       it("lets two tenants hold lists of the same slug, each its own default", async () => {
         const { a, b, listOfA, listOfB } = await h().run(twoTenants)

@@ -69,6 +69,10 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
       listLists: (tenantId) =>
         query(connection, (db) => liveLists(db, tenantId).selectAll().orderBy("created_at").orderBy("id").execute())
           .pipe(Effect.map((rows) => rows.map(listFromRow))),
+      listAllLists: (tenantId) =>
+        query(connection, (db) =>
+          db.selectFrom("lists").selectAll().where("tenant_id", "=", tenantId).orderBy("created_at").orderBy("id").execute())
+          .pipe(Effect.map((rows) => rows.map(listFromRow))),
       hasLists: (tenantId) =>
         query(connection, (db) => liveLists(db, tenantId).select("id").limit(1).executeTakeFirst())
           .pipe(Effect.map((row) => row !== undefined)),
