@@ -18,6 +18,7 @@ export * as Webhooks from "./webhooks/index.ts"
 export * as Templates from "./templates/index.ts"
 export * as Email from "./email/index.ts"
 export * as Lists from "./lists/index.ts"
+export * as Campaigns from "./campaigns/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
 export type { BackgroundJob, Running } from "./kernel/BackgroundWork.ts"
 export type { Bootstrapped, CreatedEmailIntegration, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"

@@ -52,6 +52,8 @@ import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
 import { templateRoutes } from "../templates/TemplateRoutes.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { emailRoutes } from "../email/EmailRoutes.ts"
+import { campaignRoutes } from "../campaigns/CampaignRoutes.ts"
+import { CampaignService } from "../campaigns/CampaignService.ts"
 import { listRoutes } from "../lists/ListRoutes.ts"
 import { ListService } from "../lists/ListService.ts"
 import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
@@ -101,6 +103,7 @@ export type CoreServices =
   | EmailService
   | EmailHandlers
   | ListService
+  | CampaignService
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
@@ -117,9 +120,10 @@ const chatappHandlersLayer = Layer.effect(
     const templates = yield* TemplateService
     const limits = yield* SendingLimitService
     const lists = yield* ListService
+    const campaigns = yield* CampaignService
     return ChatappHandlers.of({
       messages: [lists.keywordHandler, messages.storeHandler],
-      statuses: [messages.statusHandler],
+      statuses: [messages.statusHandler, campaigns.statusHandler],
       fields: {
         message_template_status_update: [templates.statusHandler],
         phone_number_quality_update: [limits.qualityHandler],
@@ -148,7 +152,8 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
       Effect.gen(function*() {
         const dispatcher = yield* WebhookDispatcher
         const inbound = yield* makeInboundJob(yield* InboundSettingsService)
-        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound] })
+        const campaigns = yield* CampaignService
+        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound, campaigns.job] })
       })
     )
   ).pipe(
@@ -158,6 +163,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     )),
     Layer.provideMerge(EmailService.layer),
     Layer.provideMerge(chatappHandlersLayer),
+    Layer.provideMerge(CampaignService.layer),
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(ListService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
@@ -181,7 +187,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...templateRoutes,
   ...attachmentRoutes,
   ...emailRoutes,
-  ...listRoutes
+  ...listRoutes,
+  ...campaignRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
