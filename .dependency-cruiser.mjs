@@ -29,7 +29,8 @@ const STORE_OWNERS = {
   LibraryCacheStore: "templates",
   SendingLimitStore: "channels",
   EmailStore: "email",
-  ListStore: "lists"
+  ListStore: "lists",
+  CampaignStore: "campaigns"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

@@ -34,6 +34,9 @@ export interface Database {
   lists: ListsTable
   list_subscriptions: ListSubscriptionsTable
   marketing_opt_outs: MarketingOptOutsTable
+  campaigns: CampaignsTable
+  campaign_recipients: CampaignRecipientsTable
+  campaign_batches: CampaignBatchesTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -223,7 +226,10 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "email_inline_images_pkey", table: "email_inline_images", columns: ["attachment_id"] },
   // Partial (`WHERE deleted_at IS NULL`, the default also `AND is_default = 1`): SQLite lists the columns.
   { name: "lists_tenant_slug_unique", table: "lists", columns: ["tenant_id", "slug"] },
-  { name: "lists_tenant_default_unique", table: "lists", columns: ["tenant_id"] }
+  { name: "lists_tenant_default_unique", table: "lists", columns: ["tenant_id"] },
+  // Primary keys: PostgreSQL names their constraints so, SQLite lists the columns.
+  { name: "campaign_recipients_pkey", table: "campaign_recipients", columns: ["campaign_id", "seq"] },
+  { name: "campaign_batches_pkey", table: "campaign_batches", columns: ["campaign_id", "channel_id", "day"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -470,4 +476,65 @@ export interface MarketingOptOutsTable {
   channel_key: string
   source: string
   opted_out_at: string
+}
+
+/** A campaign (see migration 0012) and the lease of the background work on it. */
+export interface CampaignsTable {
+  id: string
+  tenant_id: string
+  name: string
+  status: string
+  throttle_reason: string | null
+  /** JSON array of channel ids. */
+  channel_ids: string
+  template_id: string | null
+  /** JSON array of strings. */
+  variable_values: string
+  /** JSON object: `list_ids` and `contact_ids`. */
+  audience: string
+  timezone: string
+  skip_duplicates: Flag
+  /** JSON object, or null without split sending. */
+  split_sending: string | null
+  send_at: string | null
+  warmup_acknowledged_at: string | null
+  warmup_acknowledged_audience: number | null
+  audience_size: number | null
+  next_run_at: string | null
+  started_at: string | null
+  paused_at: string | null
+  completed_at: string | null
+  created_at: string
+  updated_at: string | null
+  lease_until: string | null
+  /** Who holds the lease: a token new with every claim, null when nobody does. */
+  holder: string | null
+}
+
+/** One recipient of a campaign: one row per campaign and `seq`. */
+export interface CampaignRecipientsTable {
+  tenant_id: string
+  campaign_id: string
+  seq: number
+  contact_id: string
+  channel_id: string | null
+  state: string
+  skip_reason: string | null
+  batch_day: number
+  planned_at: string
+  handed_at: string | null
+  message_id: string | null
+  external_id: string | null
+  error: string | null
+  updated_at: string
+}
+
+/** One day's batch of a campaign on a channel: one row per campaign, channel and day. */
+export interface CampaignBatchesTable {
+  tenant_id: string
+  campaign_id: string
+  channel_id: string
+  day: number
+  planned_size: number
+  starts_at: string
 }

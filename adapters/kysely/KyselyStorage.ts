@@ -21,6 +21,7 @@ import { type BackgroundCheckpoints, FALLBACK_CHECKPOINT_PAGES, startBackgroundC
 import { accountStoreLayer } from "./stores/AccountStoreKysely.ts"
 import { apiKeyStoreLayer } from "./stores/ApiKeyStoreKysely.ts"
 import { attachmentStoreLayer } from "./stores/AttachmentStoreKysely.ts"
+import { campaignStoreLayer } from "./stores/CampaignStoreKysely.ts"
 import { channelStoreLayer } from "./stores/ChannelStoreKysely.ts"
 import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
@@ -90,7 +91,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     libraryCacheStoreLayer,
     sendingLimitStoreLayer,
     emailStoreLayer,
-    listStoreLayer
+    listStoreLayer,
+    campaignStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

@@ -1,6 +1,7 @@
 import type { AccountStore } from "./AccountStore.ts"
 import type { ApiKeyStore } from "./ApiKeyStore.ts"
 import type { AttachmentStore } from "./AttachmentStore.ts"
+import type { CampaignStore } from "./CampaignStore.ts"
 import type { ChannelStore } from "./ChannelStore.ts"
 import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
 import type { ContactStore } from "./ContactStore.ts"
@@ -39,3 +40,4 @@ export type StoragePorts =
   | SendingLimitStore
   | EmailStore
   | ListStore
+  | CampaignStore

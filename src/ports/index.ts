@@ -91,3 +91,15 @@ export {
   type OptinMethod,
   type SubscriptionRecord
 } from "./ListStore.ts"
+export {
+  type CampaignBatchRecord,
+  type CampaignClaim,
+  type CampaignRecipientRecord,
+  type CampaignRecord,
+  type CampaignStatus,
+  CampaignStore,
+  type RecipientCounts,
+  type RecipientState,
+  type SplitSending,
+  type ThrottleReason
+} from "./CampaignStore.ts"

@@ -3,6 +3,7 @@ import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import { AccountStore, type BillingAccountRecord, type UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
 import type { AttachmentRecord } from "../../src/ports/AttachmentStore.ts"
+import type { CampaignBatchRecord, CampaignRecipientRecord, CampaignRecord } from "../../src/ports/CampaignStore.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
@@ -456,6 +457,77 @@ export const marketingOptOutRecord = (
   channel_id: null,
   source: "keyword",
   opted_out_at: AT,
+  ...overrides
+})
+
+/**
+ * A draft campaign of `tenantId` on one fresh channel id, with no template, variables, audience, split
+ * sending or schedule, and nothing for background work to do (`next_run_at` null).
+ */
+export const campaignRecord = (tenantId: string, overrides: Partial<CampaignRecord> = {}): CampaignRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  name: "Black Friday",
+  status: "draft",
+  throttle_reason: null,
+  channel_ids: [id()],
+  template_id: null,
+  variable_values: [],
+  audience: { list_ids: [], contact_ids: [] },
+  timezone: "UTC",
+  skip_duplicates: false,
+  split_sending: null,
+  send_at: null,
+  warmup_acknowledged_at: null,
+  warmup_acknowledged_audience: null,
+  audience_size: null,
+  next_run_at: null,
+  started_at: null,
+  paused_at: null,
+  completed_at: null,
+  created_at: AT,
+  updated_at: null,
+  ...overrides
+})
+
+/**
+ * Recipient `seq` of `campaign`: a fresh contact id, pending on the campaign's first channel in the
+ * first day's batch, never handed. The stores keep no reference to the contact or the channel.
+ */
+export const campaignRecipientRecord = (
+  campaign: CampaignRecord,
+  seq: number,
+  overrides: Partial<CampaignRecipientRecord> = {}
+): CampaignRecipientRecord => ({
+  tenant_id: campaign.tenant_id,
+  campaign_id: campaign.id,
+  seq,
+  contact_id: id(),
+  channel_id: campaign.channel_ids[0] ?? null,
+  state: "pending",
+  skip_reason: null,
+  batch_day: 0,
+  planned_at: AT,
+  handed_at: null,
+  message_id: null,
+  external_id: null,
+  error: null,
+  updated_at: AT,
+  ...overrides
+})
+
+/** Day `day`'s batch of `campaign` on its first channel. */
+export const campaignBatchRecord = (
+  campaign: CampaignRecord,
+  day: number,
+  overrides: Partial<CampaignBatchRecord> = {}
+): CampaignBatchRecord => ({
+  tenant_id: campaign.tenant_id,
+  campaign_id: campaign.id,
+  channel_id: campaign.channel_ids[0]!,
+  day,
+  planned_size: 100,
+  starts_at: AT,
   ...overrides
 })
 

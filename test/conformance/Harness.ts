@@ -46,7 +46,8 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "emailIntegrations",
   "emailMessages",
   "emailAttachments",
-  "lists"
+  "lists",
+  "campaigns"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

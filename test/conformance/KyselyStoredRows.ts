@@ -3,6 +3,7 @@ import type { Kysely } from "kysely"
 import type { Database } from "../../adapters/kysely/Database.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
+import type { CampaignRecord, CampaignStatus, RecipientState, SplitSending, ThrottleReason } from "../../src/ports/CampaignStore.ts"
 import type { EmailAddressValue, EmailHeader, EmailMessageStatus } from "../../src/ports/EmailStore.ts"
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { ListFilters, ListType, OptinMethod, SubscriptionRecord } from "../../src/ports/ListStore.ts"
@@ -46,6 +47,14 @@ const direction = oneOf<MessageDirection>("direction", ["inbound", "outbound"])
 const messageStatus = oneOf<MessageStatus>("message status", ["received", "pending", "sent", "delivered", "read", "failed"])
 const reportedStatus = oneOf<MessageStatusReport["status"]>("reported status", ["sent", "delivered", "read", "failed"])
 const attachmentOrigin = oneOf<AttachmentOrigin>("attachment origin", ["chatapp_media", "upload", "url", "email"])
+const campaignStatus = oneOf<CampaignStatus>("campaign status", ["draft", "scheduled", "sending", "paused", "completed"])
+const throttleReason = oneOf<ThrottleReason>("throttle reason", [
+  "warmup_acknowledgement_required",
+  "daily_batch_limit",
+  "chatapp_messaging_limit",
+  "quality_restricted"
+])
+const recipientState = oneOf<RecipientState>("recipient state", ["pending", "sending", "sent", "delivered", "read", "failed", "skipped"])
 
 /** An integer column as a number: PostgreSQL hands BIGINT back as text unless told otherwise. */
 const integer = (value: number | string): number => {
@@ -96,6 +105,13 @@ const WEBHOOK_DELIVERY_COLUMNS = [
   "id", "tenant_id", "webhook_endpoint_id", "event_id", "event_type", "envelope", "outbox_seq", "previous_delivery_id",
   "created_at", "status", "attempt_number", "max_retries", "retry_strategy", "next_retry_at", "completed_at",
   "response_status_code", "response_time_ms", "error_message"
+] as const
+
+// A campaign's lease (`lease_until`, `holder`) is the claim's, not part of the record.
+const CAMPAIGN_COLUMNS = [
+  "id", "tenant_id", "name", "status", "throttle_reason", "channel_ids", "template_id", "variable_values", "audience",
+  "timezone", "skip_duplicates", "split_sending", "send_at", "warmup_acknowledged_at", "warmup_acknowledged_audience",
+  "audience_size", "next_run_at", "started_at", "paused_at", "completed_at", "created_at", "updated_at"
 ] as const
 
 // PostgreSQL's `seq` is the insertion order (migration 0010), not a field of the record.
@@ -275,5 +291,32 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
     return rows
       .sort(byKeys((o) => o.contact_id, (o) => o.channel_key))
       .map(({ channel_key, ...row }) => ({ ...row, channel_id: channel_key === "" ? null : channel_key }))
+  },
+  campaigns: async (tenantId) => {
+    const rows = await db.selectFrom("campaigns").select(CAMPAIGN_COLUMNS).where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      status: campaignStatus(row.status),
+      throttle_reason: row.throttle_reason === null ? null : throttleReason(row.throttle_reason),
+      channel_ids: json(row.channel_ids) as Array<string>,
+      variable_values: json(row.variable_values) as Array<string>,
+      audience: json(row.audience) as CampaignRecord["audience"],
+      skip_duplicates: flag(row.skip_duplicates),
+      split_sending: row.split_sending === null ? null : json(row.split_sending) as SplitSending,
+      warmup_acknowledged_audience: integerOrNull(row.warmup_acknowledged_audience),
+      audience_size: integerOrNull(row.audience_size)
+    }))
+  },
+  campaignRecipients: async (tenantId) => {
+    const rows = await db.selectFrom("campaign_recipients").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows
+      .map((row) => ({ ...row, seq: integer(row.seq), state: recipientState(row.state), batch_day: integer(row.batch_day) }))
+      .sort((a, b) => byKeys<typeof a>((r) => r.campaign_id)(a, b) || a.seq - b.seq)
+  },
+  campaignBatches: async (tenantId) => {
+    const rows = await db.selectFrom("campaign_batches").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows
+      .map((row) => ({ ...row, day: integer(row.day), planned_size: integer(row.planned_size) }))
+      .sort((a, b) => byKeys<typeof a>((r) => r.campaign_id, (r) => r.channel_id)(a, b) || a.day - b.day)
   }
 })

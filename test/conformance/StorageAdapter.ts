@@ -3,6 +3,7 @@ import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { BillingAccountRecord, UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
 import type { AttachmentRecord } from "../../src/ports/AttachmentStore.ts"
+import type { CampaignBatchRecord, CampaignRecipientRecord, CampaignRecord } from "../../src/ports/CampaignStore.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
@@ -81,6 +82,12 @@ export interface StoredRows {
   readonly listSubscriptions: (tenantId: string) => Promise<ReadonlyArray<SubscriptionRecord>>
   /** Every marketing opt-out of the tenant, by contact id and then channel id (every channel, null, first). */
   readonly marketingOptOuts: (tenantId: string) => Promise<ReadonlyArray<MarketingOptOutRecord>>
+  /** Every campaign of the tenant, in any order. */
+  readonly campaigns: (tenantId: string) => Promise<ReadonlyArray<CampaignRecord>>
+  /** Every recipient of the tenant's campaigns, by campaign id and then seq. */
+  readonly campaignRecipients: (tenantId: string) => Promise<ReadonlyArray<CampaignRecipientRecord>>
+  /** Every batch of the tenant's campaigns, by campaign id, then channel id, then day. */
+  readonly campaignBatches: (tenantId: string) => Promise<ReadonlyArray<CampaignBatchRecord>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

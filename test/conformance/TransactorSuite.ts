@@ -3,6 +3,7 @@ import { expect, it } from "vitest"
 import { AccountStore } from "../../src/ports/AccountStore.ts"
 import { ApiKeyStore } from "../../src/ports/ApiKeyStore.ts"
 import { AttachmentStore } from "../../src/ports/AttachmentStore.ts"
+import { CampaignStore } from "../../src/ports/CampaignStore.ts"
 import { ChannelStore } from "../../src/ports/ChannelStore.ts"
 import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
@@ -22,6 +23,9 @@ import {
   apiKeyRecord,
   attachmentRecord,
   billingAccountRecord,
+  campaignBatchRecord,
+  campaignRecipientRecord,
+  campaignRecord,
   channelRecord,
   connectTokenRecord,
   contactRecord,
@@ -53,8 +57,9 @@ const CHANGED_AT = "2026-11-23T09:00:00.000Z"
 type EveryTable = Exclude<StoredTable, "fanOutLease">
 
 /**
- * A new row for every port, one tenant's. The delivery is finished, the endpoint active and the
- * inbound payload due only in the year 9000, so no other suite's claim takes them up.
+ * A new row for every port, one tenant's. The delivery is finished, the endpoint active, the
+ * inbound payload due only in the year 9000 and the campaign never due, so no other suite's claim
+ * takes them up.
  */
 const rowsOfEveryPort = () => {
   const user = userRecord()
@@ -69,6 +74,12 @@ const rowsOfEveryPort = () => {
   const emailThread = conversationRecord(tenant.id, { channel_id: emailIntegration.id, contact_id: contact.id, kind: "email" })
   const email = emailMessageRecord(emailThread, emailIntegration.id)
   const list = listRecord(tenant.id, { is_default: true })
+  const campaign = campaignRecord(tenant.id, {
+    channel_ids: [channel.id],
+    variable_values: ["Zoë"],
+    audience: { list_ids: [list.id], contact_ids: [contact.id] },
+    split_sending: { mode: "ramp", daily_batch: null, send_time: null }
+  })
   const statusReport: MessageStatusReport = {
     tenant_id: tenant.id,
     channel_id: channel.id,
@@ -102,7 +113,10 @@ const rowsOfEveryPort = () => {
     inlineImage: inlineImageRecord(tenant.id),
     list,
     subscription: subscriptionRecord(tenant.id, list.id, { contact_id: contact.id }),
-    optOut: marketingOptOutRecord(tenant.id, { contact_id: contact.id, channel_id: channel.id })
+    optOut: marketingOptOutRecord(tenant.id, { contact_id: contact.id, channel_id: channel.id }),
+    campaign,
+    recipient: campaignRecipientRecord(campaign, 0, { contact_id: contact.id }),
+    batch: campaignBatchRecord(campaign, 0)
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -133,6 +147,13 @@ const insertEvery = (rows: Rows) =>
     )
     yield* ListStore.use((s) =>
       Effect.all([s.insertList(rows.list), s.putSubscription(rows.subscription), s.putOptOut(rows.optOut)], { discard: true })
+    )
+    yield* CampaignStore.use((s) =>
+      Effect.all([
+        s.insert(rows.campaign),
+        s.insertRecipients([rows.recipient]),
+        s.putBatches(rows.tenant.id, rows.campaign.id, [rows.batch])
+      ], { discard: true })
     )
   })
 
@@ -165,6 +186,19 @@ const changeEvery = (rows: Rows) =>
           (found) => Option.getOrUndefined(found)?.status === "unsubscribed"
         )
       )
+    ),
+    campaign: CampaignStore.use((s) => s.update(rows.tenant.id, { ...rows.campaign, status: "scheduled", updated_at: CHANGED_AT })),
+    recipient: CampaignStore.use((s) =>
+      Effect.andThen(
+        s.updateRecipient({ ...rows.recipient, state: "skipped", skip_reason: "opted_out", updated_at: CHANGED_AT }),
+        Effect.map(s.counts(rows.tenant.id, rows.campaign.id), (counts) => counts.byState.skipped === 1)
+      )
+    ),
+    batches: CampaignStore.use((s) =>
+      Effect.andThen(
+        s.putBatches(rows.tenant.id, rows.campaign.id, [{ ...rows.batch, planned_size: 7 }, { ...rows.batch, day: 1 }]),
+        Effect.map(s.batchesOf(rows.tenant.id, rows.campaign.id), (batches) => batches.length === 2)
+      )
     )
   })
 
@@ -182,7 +216,10 @@ const EVERY_CHANGE = {
   attachment: true,
   email: true,
   list: true,
-  subscription: true
+  subscription: true,
+  campaign: true,
+  recipient: true,
+  batches: true
 }
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
@@ -209,7 +246,10 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   inlineImages: await h().stored.inlineImages(rows.tenant.id),
   lists: await h().stored.lists(rows.tenant.id),
   listSubscriptions: await h().stored.listSubscriptions(rows.tenant.id),
-  marketingOptOuts: await h().stored.marketingOptOuts(rows.tenant.id)
+  marketingOptOuts: await h().stored.marketingOptOuts(rows.tenant.id),
+  campaigns: await h().stored.campaigns(rows.tenant.id),
+  campaignRecipients: await h().stored.campaignRecipients(rows.tenant.id),
+  campaignBatches: await h().stored.campaignBatches(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -236,7 +276,10 @@ const asStored = (rows: Rows) => ({
   inlineImages: [rows.inlineImage],
   lists: [rows.list],
   listSubscriptions: [rows.subscription],
-  marketingOptOuts: [rows.optOut]
+  marketingOptOuts: [rows.optOut],
+  campaigns: [rows.campaign],
+  campaignRecipients: [rows.recipient],
+  campaignBatches: [rows.batch]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -267,7 +310,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "inlineImages",
     "lists",
     "listSubscriptions",
-    "marketingOptOuts"
+    "marketingOptOuts",
+    "campaigns",
+    "campaignRecipients",
+    "campaignBatches"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -319,7 +365,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         inlineImages: [],
         lists: [],
         listSubscriptions: [],
-        marketingOptOuts: []
+        marketingOptOuts: [],
+        campaigns: [],
+        campaignRecipients: [],
+        campaignBatches: []
       })
     })
 

@@ -13,6 +13,7 @@ import { accountStoreSuite } from "./AccountStoreSuite.ts"
 import { apiKeyStoreSuite } from "./ApiKeyStoreSuite.ts"
 import { atomicitySuite } from "./AtomicitySuite.ts"
 import { attachmentStoreSuite } from "./AttachmentStoreSuite.ts"
+import { campaignStoreSuite } from "./CampaignStoreSuite.ts"
 import { channelStoreSuite } from "./ChannelStoreSuite.ts"
 import { concurrencySuite } from "./ConcurrencySuite.ts"
 import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
@@ -43,6 +44,7 @@ export {
   apiKeyStoreSuite,
   atomicitySuite,
   attachmentStoreSuite,
+  campaignStoreSuite,
   channelStoreSuite,
   concurrencySuite,
   connectTokenStoreSuite,
@@ -83,6 +85,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   sendingLimitStoreSuite,
   emailStoreSuite,
   listStoreSuite,
+  campaignStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

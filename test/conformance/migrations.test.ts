@@ -146,6 +146,26 @@ describe.each(testDatabases)("migrations on $name", ({ open }) => {
       await close()
     }
   })
+
+  it("give campaigns a partial index of those with a next run and one for listing, and recipients indexes for paging, duplicates, status reports and channel history", async () => {
+    const { db, dialect, close } = await open()
+    try {
+      expect(await indexDefinition(db, dialect, "campaigns_next_run_idx"))
+        .toMatch(/\("?next_run_at"?\).*where.*next_run_at.*is not null/i)
+      expect(await indexDefinition(db, dialect, "campaigns_tenant_created_idx"))
+        .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
+      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_state_idx"))
+        .toMatch(/\(.*tenant_id.*campaign_id.*state.*planned_at.*seq.*\)/i)
+      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_contact_idx"))
+        .toMatch(/\(.*tenant_id.*campaign_id.*contact_id.*\)/i)
+      expect(await indexDefinition(db, dialect, "campaign_recipients_channel_external_idx"))
+        .toMatch(/\(.*channel_id.*external_id.*\)/i)
+      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_channel_handed_idx"))
+        .toMatch(/\(.*tenant_id.*channel_id.*handed_at.*\)/i)
+    } finally {
+      await close()
+    }
+  })
 })
 
 describe.each(emptyDatabases)("migrations from an older schema on $name", ({ name, open }) => {
