@@ -108,30 +108,32 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
   const save = (campaign: CampaignRecord, changes: Partial<CampaignRecord>, at: string) =>
     Effect.as(store.update(campaign.tenant_id, { ...campaign, ...changes, updated_at: at }), { ...campaign, ...changes, updated_at: at })
 
+  // Reading the audience, the exact warm-up check and the plan commit together: a crash leaves the
+  // campaign as it was, to start again. Each number's limit is read from the operator first, never
+  // inside the transaction.
   const start = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
     const at = fromMillis(nowMs)
-    // The operator is asked for limits before the transaction, never inside it.
-    const read = yield* transactor.withTransaction(Effect.gen(function*() {
+    yield* Effect.forEach(campaign.channel_ids, (id) => limitOf(deps.limits, campaign.tenant_id, id, true), { discard: true })
+    return yield* transactor.withTransaction(Effect.gen(function*() {
       const found = yield* materialize(deps, campaign, at)
-      return { ...campaign, audience_size: found.reachable, started_at: at, updated_at: at, perChannel: found.perChannel }
+      const started: CampaignRecord = { ...campaign, audience_size: found.reachable, started_at: at, updated_at: at }
+      const check = yield* deps.warmup(started, (i) => found.perChannel[i] ?? 0, nowMs).pipe(
+        Effect.orElseSucceed(() => ({ requires_acknowledgement: false, channels: [] }) as WarmupCheck)
+      )
+      const confirmed = started.warmup_acknowledged_at !== null &&
+        acknowledgementHolds(started.warmup_acknowledged_audience ?? 0, found.reachable)
+      if (check.requires_acknowledgement && !confirmed) {
+        return yield* save(started, {
+          status: "paused",
+          throttle_reason: "warmup_acknowledgement_required",
+          paused_at: at,
+          next_run_at: null,
+          warmup_acknowledged_at: null,
+          warmup_acknowledged_audience: null
+        }, at)
+      }
+      return yield* launch(deps, started, nowMs, started.channel_ids.map(() => 0))
     }))
-    const { perChannel, ...started } = read
-    const check = yield* deps.warmup(started, (i) => perChannel[i] ?? 0, nowMs).pipe(
-      Effect.orElseSucceed(() => ({ requires_acknowledgement: false, channels: [] }) as WarmupCheck)
-    )
-    const confirmed = started.warmup_acknowledged_at !== null &&
-      acknowledgementHolds(started.warmup_acknowledged_audience ?? 0, started.audience_size ?? 0)
-    if (check.requires_acknowledgement && !confirmed) {
-      return yield* save(started, {
-        status: "paused",
-        throttle_reason: "warmup_acknowledgement_required",
-        paused_at: at,
-        next_run_at: null,
-        warmup_acknowledged_at: null,
-        warmup_acknowledged_audience: null
-      }, at)
-    }
-    return yield* transactor.withTransaction(launch(deps, started, nowMs, started.channel_ids.map(() => 0)))
   })
 
   // Recipients a dead worker had handed over: their outcome is unknown, so they are never sent again.
@@ -218,6 +220,8 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
         const message = result.message
         yield* store.updateRecipient({
           ...recipient,
+          // A refusal reached nobody: it counts neither toward the messaging limit nor the warm-up history.
+          handed_at: message === null ? null : recipient.handed_at,
           state: message === null ? "failed" : message.status === "failed" ? "failed" : message.status === "pending" ? "sent" : message.status as CampaignRecipientRecord["state"],
           message_id: message?.id ?? null,
           external_id: message?.external_id ?? null,

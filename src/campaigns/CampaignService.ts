@@ -75,7 +75,8 @@ export class CampaignService extends Context.Service<CampaignService, {
       const contacts = yield* ContactService
       const lists = yield* ListService
       const templates = yield* TemplateService
-      const warmup = makeWarmupCheck({ store, channels, limits })
+      const warmup = makeWarmupCheck({ store, channels, limits }, true)
+      const warmupKnown = makeWarmupCheck({ store, channels, limits }, false)
       const nowMs = Clock.currentTimeMillis
 
       // The template each number sends: the campaign's own on its number, else the approved one of
@@ -92,7 +93,7 @@ export class CampaignService extends Context.Service<CampaignService, {
           }))
       })
 
-      const deps: EngineDeps = { store, transactor, contacts, lists, templates, limits, warmup, templateFor }
+      const deps: EngineDeps = { store, transactor, contacts, lists, templates, limits, warmup: warmupKnown, templateFor }
       const job = makeCampaignJob(deps, DEFAULT_CAMPAIGN_ENGINE)
 
       const record = Effect.fnUntraced(function*(tenantId: string, id: string) {

@@ -14,9 +14,12 @@ export interface WarmupDeps {
   readonly limits: SendingLimitService["Service"]
 }
 
-/** A number's messaging limit and quality as last known: `limit` undefined when it cannot be read. */
-export const limitOf = (limits: SendingLimitService["Service"], tenantId: string, channelId: string) =>
-  limits.get(tenantId, channelId).pipe(
+/**
+ * A number's messaging limit and quality: read from the operator (`fresh`), or as last known;
+ * `limit` undefined when it cannot be read.
+ */
+export const limitOf = (limits: SendingLimitService["Service"], tenantId: string, channelId: string, fresh = false) =>
+  (fresh ? limits.get(tenantId, channelId) : limits.known(tenantId, channelId)).pipe(
     Effect.map((limit) => ({ limit: messagingLimitOf(limit.messaging_limit_tier), quality: limit.quality_rating })),
     Effect.orElseSucceed(() => ({ limit: undefined as number | null | undefined, quality: null as string | null }))
   )
@@ -48,15 +51,16 @@ export const firstBatchOf = (
 
 /**
  * The warm-up check of every chat-app number of the campaign for the given audience per number
- * (`audienceOf(index)`): the spec's five criteria, and whether sending needs a confirmation.
+ * (`audienceOf(index)`): the spec's five criteria, and whether sending needs a confirmation. With
+ * `fresh`, each number's limit is read from the operator; else as last known (inside a transaction).
  */
-export const makeWarmupCheck = (deps: WarmupDeps) =>
+export const makeWarmupCheck = (deps: WarmupDeps, fresh: boolean) =>
   (campaign: CampaignRecord, audienceOf: (index: number) => number, now: number) =>
     Effect.gen(function*() {
       const channels = yield* Effect.forEach(campaign.channel_ids, (channelId, index) =>
         Effect.gen(function*() {
           const channel = yield* deps.channels.get(campaign.tenant_id, channelId)
-          const { limit, quality } = yield* limitOf(deps.limits, campaign.tenant_id, channelId)
+          const { limit, quality } = yield* limitOf(deps.limits, campaign.tenant_id, channelId, fresh)
           const audience = audienceOf(index)
           const firstBatch = firstBatchOf(campaign, audience, limit, now)
           const result = warmupCheck({

@@ -34,6 +34,12 @@ const digits = (value: string | undefined): string => (value ?? "").replace(/\D/
  */
 export class SendingLimitService extends Context.Service<SendingLimitService, {
   readonly get: (tenantId: string, channelId: string) => Effect.Effect<SendingLimit, NotFound | OperatorFailed | StorageError>
+  /**
+   * The limit as last read or reported, without asking the operator (`stale: true` when it comes
+   * from the store); read from the operator only when nothing is stored yet. For work that looks
+   * often (a campaign's every round) after a fresh `get` at its start.
+   */
+  readonly known: (tenantId: string, channelId: string) => Effect.Effect<SendingLimit, NotFound | OperatorFailed | StorageError>
   /** The inbound handler of `phone_number_quality_update`, routed by business account and display number. */
   readonly qualityHandler: ChatappFieldHandler
 }>()("omnichannel-core/channels/SendingLimitService") {
@@ -86,56 +92,65 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
           })
       }
 
-      return SendingLimitService.of({
-        get: Effect.fn("SendingLimitService.get")(function*(tenantId, channelId) {
-          const found = yield* channels.get(tenantId, channelId)
-          if (Option.isNone(found)) return yield* new NotFound({ message: `Channel ${channelId} not found` })
-          const channel = found.value
-          if (channel.platform !== "chatapp") {
-            return {
-              channel_id: channel.id,
-              channel_type: channel.platform,
-              messaging_limit_tier: null,
-              quality_rating: null,
-              throughput_level: null,
-              phone_status: null,
-              stale: false,
-              supported: false
-            }
-          }
-          const credentials = chatappCredentialsOf(channel)
-          const read = channel.status === "active" && Option.isSome(credentials)
-            ? yield* Effect.result(platform.phoneNumber(credentials.value))
-            : undefined
-          if (read !== undefined && read._tag === "Success") {
-            const number = read.success
-            const record: SendingLimitRecord = {
-              tenant_id: tenantId,
-              channel_id: channel.id,
-              messaging_limit_tier: number.messagingLimitTier,
-              quality_rating: upper(number.qualityRating),
-              throughput_level: number.throughputLevel,
-              phone_status: number.status,
-              source: "operator",
-              updated_at: yield* now
-            }
-            yield* limits.put(record)
-            return wire(channel, record, false)
-          }
-          const known = yield* limits.get(tenantId, channel.id)
-          if (Option.isSome(known)) return wire(channel, known.value, true)
-          if (read !== undefined && read._tag === "Failure") return yield* operatorFailure(read.failure)
-          // A disconnected channel never read: nothing is known and nothing can be asked.
+      const get = Effect.fn("SendingLimitService.get")(function*(tenantId: string, channelId: string) {
+        const found = yield* channels.get(tenantId, channelId)
+        if (Option.isNone(found)) return yield* new NotFound({ message: `Channel ${channelId} not found` })
+        const channel = found.value
+        if (channel.platform !== "chatapp") {
           return {
             channel_id: channel.id,
             channel_type: channel.platform,
             messaging_limit_tier: null,
             quality_rating: null,
             throughput_level: null,
-            phone_status: channel.status === "active" ? null : "DISCONNECTED",
-            stale: true,
-            supported: true
+            phone_status: null,
+            stale: false,
+            supported: false
           }
+        }
+        const credentials = chatappCredentialsOf(channel)
+        const read = channel.status === "active" && Option.isSome(credentials)
+          ? yield* Effect.result(platform.phoneNumber(credentials.value))
+          : undefined
+        if (read !== undefined && read._tag === "Success") {
+          const number = read.success
+          const record: SendingLimitRecord = {
+            tenant_id: tenantId,
+            channel_id: channel.id,
+            messaging_limit_tier: number.messagingLimitTier,
+            quality_rating: upper(number.qualityRating),
+            throughput_level: number.throughputLevel,
+            phone_status: number.status,
+            source: "operator",
+            updated_at: yield* now
+          }
+          yield* limits.put(record)
+          return wire(channel, record, false)
+        }
+        const known = yield* limits.get(tenantId, channel.id)
+        if (Option.isSome(known)) return wire(channel, known.value, true)
+        if (read !== undefined && read._tag === "Failure") return yield* operatorFailure(read.failure)
+        // A disconnected channel never read: nothing is known and nothing can be asked.
+        return {
+          channel_id: channel.id,
+          channel_type: channel.platform,
+          messaging_limit_tier: null,
+          quality_rating: null,
+          throughput_level: null,
+          phone_status: channel.status === "active" ? null : "DISCONNECTED",
+          stale: true,
+          supported: true
+        }
+      })
+
+      return SendingLimitService.of({
+        get,
+        known: Effect.fn("SendingLimitService.known")(function*(tenantId, channelId) {
+          const found = yield* channels.get(tenantId, channelId)
+          if (Option.isNone(found)) return yield* new NotFound({ message: `Channel ${channelId} not found` })
+          const stored = yield* limits.get(tenantId, channelId)
+          if (Option.isSome(stored)) return wire(found.value, stored.value, true)
+          return yield* get(tenantId, channelId)
         }),
         qualityHandler
       })
