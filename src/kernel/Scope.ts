@@ -21,6 +21,7 @@ export const ALL_SCOPES = [
   "campaigns:create",
   "campaigns:update",
   "chatapp_flows:read",
+  "chatapp_flows:update",
   "team_chat:read",
   "team_chat:create"
 ] as const
