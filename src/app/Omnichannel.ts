@@ -53,6 +53,8 @@ import { templateRoutes } from "../templates/TemplateRoutes.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { emailRoutes } from "../email/EmailRoutes.ts"
 import { campaignRoutes } from "../campaigns/CampaignRoutes.ts"
+import { flowRoutes } from "../flows/FlowRoutes.ts"
+import { FlowService } from "../flows/FlowService.ts"
 import { CampaignService } from "../campaigns/CampaignService.ts"
 import { listRoutes } from "../lists/ListRoutes.ts"
 import { ListService } from "../lists/ListService.ts"
@@ -104,14 +106,15 @@ export type CoreServices =
   | EmailHandlers
   | ListService
   | CampaignService
+  | FlowService
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
 
 /**
  * The handlers of inbound chat-app traffic, in the order they run (ARCHITECTURE.md, "Inbound
- * traffic"): the pipeline de-duplicates first; opt-in keywords, then (to come) flow answers, and the
- * conversation and message store last (it records keyword messages too).
+ * traffic"): the pipeline de-duplicates first; opt-in keywords, then flow answers, and the
+ * conversation and message store last (it records keyword messages and answers too).
  */
 const chatappHandlersLayer = Layer.effect(
   ChatappHandlers,
@@ -121,13 +124,15 @@ const chatappHandlersLayer = Layer.effect(
     const limits = yield* SendingLimitService
     const lists = yield* ListService
     const campaigns = yield* CampaignService
+    const flows = yield* FlowService
     return ChatappHandlers.of({
-      messages: [lists.keywordHandler, messages.storeHandler],
+      messages: [lists.keywordHandler, flows.answerHandler, messages.storeHandler],
       statuses: [messages.statusHandler, campaigns.statusHandler],
       fields: {
         message_template_status_update: [templates.statusHandler],
         phone_number_quality_update: [limits.qualityHandler],
-        user_preferences: [lists.preferencesHandler]
+        user_preferences: [lists.preferencesHandler],
+        flows: [flows.flowsHandler]
       }
     })
   })
@@ -163,7 +168,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     )),
     Layer.provideMerge(EmailService.layer),
     Layer.provideMerge(chatappHandlersLayer),
-    Layer.provideMerge(CampaignService.layer),
+    Layer.provideMerge(Layer.mergeAll(CampaignService.layer, FlowService.layer)),
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(ListService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
@@ -188,7 +193,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...attachmentRoutes,
   ...emailRoutes,
   ...listRoutes,
-  ...campaignRoutes
+  ...campaignRoutes,
+  ...flowRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
