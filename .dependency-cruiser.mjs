@@ -30,7 +30,8 @@ const STORE_OWNERS = {
   SendingLimitStore: "channels",
   EmailStore: "email",
   ListStore: "lists",
-  CampaignStore: "campaigns"
+  CampaignStore: "campaigns",
+  FlowStore: "flows"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

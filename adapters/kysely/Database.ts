@@ -37,6 +37,12 @@ export interface Database {
   campaigns: CampaignsTable
   campaign_recipients: CampaignRecipientsTable
   campaign_batches: CampaignBatchesTable
+  flow_definitions: FlowDefinitionsTable
+  flow_versions: FlowVersionsTable
+  flow_sessions: FlowSessionsTable
+  custom_field_definitions: CustomFieldDefinitionsTable
+  tags: TagsTable
+  contact_tags: ContactTagsTable
 }
 
 /** A 0/1 integer standing for a boolean. */
@@ -229,7 +235,13 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "lists_tenant_default_unique", table: "lists", columns: ["tenant_id"] },
   // Primary keys: PostgreSQL names their constraints so, SQLite lists the columns.
   { name: "campaign_recipients_pkey", table: "campaign_recipients", columns: ["campaign_id", "seq"] },
-  { name: "campaign_batches_pkey", table: "campaign_batches", columns: ["campaign_id", "channel_id", "day"] }
+  { name: "campaign_batches_pkey", table: "campaign_batches", columns: ["campaign_id", "channel_id", "day"] },
+  { name: "flow_versions_definition_number_unique", table: "flow_versions", columns: ["definition_id", "number"] },
+  { name: "flow_sessions_token_unique", table: "flow_sessions", columns: ["flow_token_hash"] },
+  { name: "custom_fields_tenant_key_unique", table: "custom_field_definitions", columns: ["tenant_id", "key"] },
+  { name: "tags_tenant_name_unique", table: "tags", columns: ["tenant_id", "name"] },
+  // A primary key: PostgreSQL names its constraint so, SQLite lists the columns.
+  { name: "contact_tags_pkey", table: "contact_tags", columns: ["tenant_id", "contact_id", "tag_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */
@@ -537,4 +549,85 @@ export interface CampaignBatchesTable {
   day: number
   planned_size: number
   starts_at: string
+}
+
+/** A flow of a chat-app channel (see migration 0013). */
+export interface FlowDefinitionsTable {
+  id: string
+  tenant_id: string
+  channel_id: string
+  name: string
+  meta_flow_id: string
+  status: string | null
+  health_status: string | null
+  /** JSON object: alert event → `ACTIVATED` or `DEACTIVATED`. */
+  alerts: string
+  created_at: string
+  updated_at: string | null
+}
+
+/** A numbered version of a flow definition: one row per definition and number. */
+export interface FlowVersionsTable {
+  id: string
+  tenant_id: string
+  definition_id: string
+  number: number
+  /** JSON array of screens. */
+  screens: string
+  /** JSON array of writeback mappings. */
+  writeback: string
+  created_at: string
+}
+
+/** A send of a flow to a contact; its flow token's hash is unique. */
+export interface FlowSessionsTable {
+  id: string
+  tenant_id: string
+  definition_id: string
+  version_id: string | null
+  version_number: number | null
+  contact_id: string | null
+  conversation_id: string | null
+  channel_id: string
+  sender_type: string
+  status: string
+  flow_token_hash: string
+  last_screen: string | null
+  /** JSON object, or null before an answer. */
+  answers: string | null
+  /** JSON object, or null before the writeback. */
+  writeback_result: string | null
+  last_error: string | null
+  message_id: string | null
+  answer_message_id: string | null
+  created_at: string
+  opened_at: string | null
+  completed_at: string | null
+  expires_at: string
+}
+
+/** A custom field a tenant's contacts may hold: one key per tenant. */
+export interface CustomFieldDefinitionsTable {
+  id: string
+  tenant_id: string
+  key: string
+  type: string
+  editable: Flag
+  created_at: string
+}
+
+/** A tag of a tenant: one name per tenant. */
+export interface TagsTable {
+  id: string
+  tenant_id: string
+  name: string
+  created_at: string
+}
+
+/** A tag on a contact: one row per tenant, contact and tag. */
+export interface ContactTagsTable {
+  tenant_id: string
+  contact_id: string
+  tag_id: string
+  tagged_at: string
 }

@@ -27,6 +27,7 @@ import { connectTokenStoreLayer } from "./stores/ConnectTokenStoreKysely.ts"
 import { contactStoreLayer } from "./stores/ContactStoreKysely.ts"
 import { conversationStoreLayer } from "./stores/ConversationStoreKysely.ts"
 import { emailStoreLayer } from "./stores/EmailStoreKysely.ts"
+import { flowStoreLayer } from "./stores/FlowStoreKysely.ts"
 import { inboundStoreLayer } from "./stores/InboundStoreKysely.ts"
 import { libraryCacheStoreLayer } from "./stores/LibraryCacheStoreKysely.ts"
 import { listStoreLayer } from "./stores/ListStoreKysely.ts"
@@ -92,7 +93,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     sendingLimitStoreLayer,
     emailStoreLayer,
     listStoreLayer,
-    campaignStoreLayer
+    campaignStoreLayer,
+    flowStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

@@ -7,6 +7,7 @@ import type { ConnectTokenStore } from "./ConnectTokenStore.ts"
 import type { ContactStore } from "./ContactStore.ts"
 import type { ConversationStore } from "./ConversationStore.ts"
 import type { EmailStore } from "./EmailStore.ts"
+import type { FlowStore } from "./FlowStore.ts"
 import type { InboundStore } from "./InboundStore.ts"
 import type { LibraryCacheStore } from "./LibraryCacheStore.ts"
 import type { ListStore } from "./ListStore.ts"
@@ -41,3 +42,4 @@ export type StoragePorts =
   | EmailStore
   | ListStore
   | CampaignStore
+  | FlowStore

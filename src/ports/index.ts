@@ -103,3 +103,14 @@ export {
   type SplitSending,
   type ThrottleReason
 } from "./CampaignStore.ts"
+export {
+  type CustomFieldRecord,
+  type FlowDefinitionRecord,
+  type FlowInput,
+  type FlowScreen,
+  type FlowSessionRecord,
+  FlowStore,
+  type FlowVersionRecord,
+  type TagRecord,
+  type WritebackMapping
+} from "./FlowStore.ts"

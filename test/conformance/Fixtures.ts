@@ -14,6 +14,13 @@ import type {
   EmailMessageRecord,
   InlineImageRecord
 } from "../../src/ports/EmailStore.ts"
+import type {
+  CustomFieldRecord,
+  FlowDefinitionRecord,
+  FlowSessionRecord,
+  FlowVersionRecord,
+  TagRecord
+} from "../../src/ports/FlowStore.ts"
 import type { InboundPayloadRecord } from "../../src/ports/InboundStore.ts"
 import type { LibraryCacheRecord } from "../../src/ports/LibraryCacheStore.ts"
 import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
@@ -528,6 +535,92 @@ export const campaignBatchRecord = (
   day,
   planned_size: 100,
   starts_at: AT,
+  ...overrides
+})
+
+/**
+ * A flow of `tenantId` on a fresh channel id, under a unique platform flow id, with nothing reported
+ * yet (no status, health or alerts).
+ */
+export const flowDefinitionRecord = (tenantId: string, overrides: Partial<FlowDefinitionRecord> = {}): FlowDefinitionRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  channel_id: id(),
+  name: "Lead capture",
+  meta_flow_id: `flow-${id()}`,
+  status: null,
+  health_status: null,
+  alerts: {},
+  created_at: AT,
+  updated_at: null,
+  ...overrides
+})
+
+/** Version `number` of `definition`: one screen asking a name, written back to the contact's name. */
+export const flowVersionRecord = (
+  definition: FlowDefinitionRecord,
+  number: number,
+  overrides: Partial<FlowVersionRecord> = {}
+): FlowVersionRecord => ({
+  id: id(),
+  tenant_id: definition.tenant_id,
+  definition_id: definition.id,
+  number,
+  screens: [{ id: "WELCOME", inputs: [{ name: "name", type: "TextInput" }], sensitive_fields: [] }],
+  writeback: [{ input: "name", target: "contact_field", field: "name" }],
+  created_at: AT,
+  ...overrides
+})
+
+/**
+ * A session of `definition` sent from the inbox on its channel, with a unique token hash, no version,
+ * contact, conversation or message, not answered and expiring a day later.
+ */
+export const flowSessionRecord = (
+  definition: FlowDefinitionRecord,
+  overrides: Partial<FlowSessionRecord> = {}
+): FlowSessionRecord => ({
+  id: id(),
+  tenant_id: definition.tenant_id,
+  definition_id: definition.id,
+  version_id: null,
+  version_number: null,
+  contact_id: null,
+  conversation_id: null,
+  channel_id: definition.channel_id,
+  sender_type: "inbox",
+  status: "sent",
+  flow_token_hash: `${id().replaceAll("-", "")}${id().replaceAll("-", "")}`,
+  last_screen: null,
+  answers: null,
+  writeback_result: null,
+  last_error: null,
+  message_id: null,
+  answer_message_id: null,
+  created_at: AT,
+  opened_at: null,
+  completed_at: null,
+  expires_at: "2026-11-23T10:15:30.123Z",
+  ...overrides
+})
+
+/** An editable text custom field of `tenantId` under a unique key. */
+export const customFieldRecord = (tenantId: string, overrides: Partial<CustomFieldRecord> = {}): CustomFieldRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  key: `field_${id().replaceAll("-", "")}`,
+  type: "text",
+  editable: true,
+  created_at: AT,
+  ...overrides
+})
+
+/** A tag of `tenantId` under a unique name. */
+export const tagRecord = (tenantId: string, overrides: Partial<TagRecord> = {}): TagRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  name: `tag-${id()}`,
+  created_at: AT,
   ...overrides
 })
 

@@ -47,7 +47,12 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "emailMessages",
   "emailAttachments",
   "lists",
-  "campaigns"
+  "campaigns",
+  "flowDefinitions",
+  "flowVersions",
+  "flowSessions",
+  "customFields",
+  "tags"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

@@ -5,6 +5,7 @@ import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
 import type { CampaignRecord, CampaignStatus, RecipientState, SplitSending, ThrottleReason } from "../../src/ports/CampaignStore.ts"
 import type { EmailAddressValue, EmailHeader, EmailMessageStatus } from "../../src/ports/EmailStore.ts"
+import type { CustomFieldRecord, FlowScreen, FlowSessionRecord, WritebackMapping } from "../../src/ports/FlowStore.ts"
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { ListFilters, ListType, OptinMethod, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageDirection, MessageError, MessageStatus, MessageStatusReport } from "../../src/ports/MessageStore.ts"
@@ -55,6 +56,8 @@ const throttleReason = oneOf<ThrottleReason>("throttle reason", [
   "quality_restricted"
 ])
 const recipientState = oneOf<RecipientState>("recipient state", ["pending", "sending", "sent", "delivered", "read", "failed", "skipped"])
+const senderType = oneOf<FlowSessionRecord["sender_type"]>("flow sender type", ["inbox", "campaign", "automation", "api", "adopted"])
+const customFieldType = oneOf<CustomFieldRecord["type"]>("custom field type", ["text", "number", "boolean", "date"])
 
 /** An integer column as a number: PostgreSQL hands BIGINT back as text unless told otherwise. */
 const integer = (value: number | string): number => {
@@ -86,6 +89,23 @@ const byKeys = <A>(...keys: ReadonlyArray<(row: A) => string>) => (a: A, b: A): 
     if (x !== y) return x < y ? -1 : 1
   }
   return 0
+}
+
+/** A stored JSON object (not an array, not null). */
+const jsonObject = (text: string): Record<string, unknown> => {
+  const value = json(text)
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new Error(`a stored JSON object must be one, found ${text}`)
+  }
+  return value as Record<string, unknown>
+}
+const jsonObjectOrNull = (text: string | null): Record<string, unknown> | null => (text === null ? null : jsonObject(text))
+
+/** A stored JSON array. */
+const jsonArray = (text: string): Array<unknown> => {
+  const value = json(text)
+  if (!Array.isArray(value)) throw new Error(`a stored JSON array must be one, found ${text}`)
+  return value
 }
 
 const jsonList = (text: string | null): Array<string> | null => text === null ? null : json(text) as Array<string>
@@ -318,5 +338,37 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
     return rows
       .map((row) => ({ ...row, day: integer(row.day), planned_size: integer(row.planned_size) }))
       .sort((a, b) => byKeys<typeof a>((r) => r.campaign_id, (r) => r.channel_id)(a, b) || a.day - b.day)
+  },
+  flowDefinitions: async (tenantId) => {
+    const rows = await db.selectFrom("flow_definitions").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, alerts: jsonObject(row.alerts) as Record<string, string> }))
+  },
+  flowVersions: async (tenantId) => {
+    const rows = await db.selectFrom("flow_versions").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      number: integer(row.number),
+      screens: jsonArray(row.screens) as Array<FlowScreen>,
+      writeback: jsonArray(row.writeback) as Array<WritebackMapping>
+    }))
+  },
+  flowSessions: async (tenantId) => {
+    const rows = await db.selectFrom("flow_sessions").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({
+      ...row,
+      version_number: integerOrNull(row.version_number),
+      sender_type: senderType(row.sender_type),
+      answers: jsonObjectOrNull(row.answers),
+      writeback_result: jsonObjectOrNull(row.writeback_result)
+    }))
+  },
+  customFields: async (tenantId) => {
+    const rows = await db.selectFrom("custom_field_definitions").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.map((row) => ({ ...row, type: customFieldType(row.type), editable: flag(row.editable) }))
+  },
+  tags: (tenantId) => db.selectFrom("tags").selectAll().where("tenant_id", "=", tenantId).execute(),
+  contactTags: async (tenantId) => {
+    const rows = await db.selectFrom("contact_tags").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.sort(byKeys((r) => r.contact_id, (r) => r.tag_id))
   }
 })

@@ -9,6 +9,7 @@ import type { ConnectTokenRecord } from "../../src/ports/ConnectTokenStore.ts"
 import type { ContactRecord } from "../../src/ports/ContactStore.ts"
 import type { ConversationRecord } from "../../src/ports/ConversationStore.ts"
 import type { EmailAttachmentRecord, EmailIntegrationRecord, EmailMessageRecord, InlineImageRecord } from "../../src/ports/EmailStore.ts"
+import type { CustomFieldRecord, FlowDefinitionRecord, FlowSessionRecord, FlowVersionRecord, TagRecord } from "../../src/ports/FlowStore.ts"
 import type { InboundPayloadRecord, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
@@ -31,6 +32,14 @@ export interface StoredOutboxEvent {
   readonly seq: number
   readonly event: EventEnvelope
   readonly fanned_out_at: string | null
+}
+
+/** A tag on a contact as stored: the port gives only the tag ids of a contact. */
+export interface StoredContactTag {
+  readonly tenant_id: string
+  readonly contact_id: string
+  readonly tag_id: string
+  readonly tagged_at: string
 }
 
 /**
@@ -88,6 +97,18 @@ export interface StoredRows {
   readonly campaignRecipients: (tenantId: string) => Promise<ReadonlyArray<CampaignRecipientRecord>>
   /** Every batch of the tenant's campaigns, by campaign id, then channel id, then day. */
   readonly campaignBatches: (tenantId: string) => Promise<ReadonlyArray<CampaignBatchRecord>>
+  /** Every flow definition of the tenant, in any order. */
+  readonly flowDefinitions: (tenantId: string) => Promise<ReadonlyArray<FlowDefinitionRecord>>
+  /** Every flow version of the tenant, in any order. */
+  readonly flowVersions: (tenantId: string) => Promise<ReadonlyArray<FlowVersionRecord>>
+  /** Every flow session of the tenant, in any order. */
+  readonly flowSessions: (tenantId: string) => Promise<ReadonlyArray<FlowSessionRecord>>
+  /** Every custom field definition of the tenant, in any order. */
+  readonly customFields: (tenantId: string) => Promise<ReadonlyArray<CustomFieldRecord>>
+  /** Every tag of the tenant, in any order. */
+  readonly tags: (tenantId: string) => Promise<ReadonlyArray<TagRecord>>
+  /** Every tag on the tenant's contacts, by contact id and then tag id. */
+  readonly contactTags: (tenantId: string) => Promise<ReadonlyArray<StoredContactTag>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

@@ -9,6 +9,7 @@ import { ConnectTokenStore } from "../../src/ports/ConnectTokenStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { ConversationStore } from "../../src/ports/ConversationStore.ts"
 import { EmailStore } from "../../src/ports/EmailStore.ts"
+import { FlowStore } from "../../src/ports/FlowStore.ts"
 import { InboundStore } from "../../src/ports/InboundStore.ts"
 import { ListStore } from "../../src/ports/ListStore.ts"
 import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
@@ -30,9 +31,13 @@ import {
   connectTokenRecord,
   contactRecord,
   conversationRecord,
+  customFieldRecord,
   emailAttachmentRecord,
   emailIntegrationRecord,
   emailMessageRecord,
+  flowDefinitionRecord,
+  flowSessionRecord,
+  flowVersionRecord,
   inboundPayloadRecord,
   inlineImageRecord,
   listRecord,
@@ -41,6 +46,7 @@ import {
   outboxEvent,
   seedTenant,
   subscriptionRecord,
+  tagRecord,
   tenantRecord,
   userRecord,
   webhookEndpointRecord
@@ -80,6 +86,9 @@ const rowsOfEveryPort = () => {
     audience: { list_ids: [list.id], contact_ids: [contact.id] },
     split_sending: { mode: "ramp", daily_batch: null, send_time: null }
   })
+  const flowDefinition = flowDefinitionRecord(tenant.id, { channel_id: channel.id, alerts: { ENDPOINT_ERROR_RATE: "ACTIVATED" } })
+  const flowVersion = flowVersionRecord(flowDefinition, 1)
+  const tag = tagRecord(tenant.id)
   const statusReport: MessageStatusReport = {
     tenant_id: tenant.id,
     channel_id: channel.id,
@@ -116,7 +125,19 @@ const rowsOfEveryPort = () => {
     optOut: marketingOptOutRecord(tenant.id, { contact_id: contact.id, channel_id: channel.id }),
     campaign,
     recipient: campaignRecipientRecord(campaign, 0, { contact_id: contact.id }),
-    batch: campaignBatchRecord(campaign, 0)
+    batch: campaignBatchRecord(campaign, 0),
+    flowDefinition,
+    flowVersion,
+    flowSession: flowSessionRecord(flowDefinition, {
+      version_id: flowVersion.id,
+      version_number: flowVersion.number,
+      contact_id: contact.id,
+      conversation_id: conversation.id,
+      message_id: message.id
+    }),
+    customField: customFieldRecord(tenant.id),
+    tag,
+    contactTag: { tenant_id: tenant.id, contact_id: contact.id, tag_id: tag.id, tagged_at: "2026-11-22T10:17:00.000Z" }
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -153,6 +174,16 @@ const insertEvery = (rows: Rows) =>
         s.insert(rows.campaign),
         s.insertRecipients([rows.recipient]),
         s.putBatches(rows.tenant.id, rows.campaign.id, [rows.batch])
+      ], { discard: true })
+    )
+    yield* FlowStore.use((s) =>
+      Effect.all([
+        s.insertDefinition(rows.flowDefinition),
+        s.insertVersion(rows.flowVersion),
+        s.insertSession(rows.flowSession),
+        s.insertCustomField(rows.customField),
+        s.insertTag(rows.tag),
+        s.tagContact(rows.tenant.id, rows.contactTag.contact_id, rows.contactTag.tag_id, rows.contactTag.tagged_at)
       ], { discard: true })
     )
   })
@@ -199,6 +230,24 @@ const changeEvery = (rows: Rows) =>
         s.putBatches(rows.tenant.id, rows.campaign.id, [{ ...rows.batch, planned_size: 7 }, { ...rows.batch, day: 1 }]),
         Effect.map(s.batchesOf(rows.tenant.id, rows.campaign.id), (batches) => batches.length === 2)
       )
+    ),
+    flowDefinition: FlowStore.use((s) =>
+      s.updateDefinition(rows.tenant.id, { ...rows.flowDefinition, status: "PUBLISHED", alerts: {}, updated_at: CHANGED_AT })
+    ),
+    flowSession: FlowStore.use((s) =>
+      s.completeSession(rows.tenant.id, {
+        ...rows.flowSession,
+        status: "completed",
+        answers: { name: "Zoë" },
+        completed_at: CHANGED_AT
+      })
+    ),
+    contactTag: FlowStore.use((s) =>
+      Effect.andThen(
+        // The port keeps no reference to the tag: any id is another tag.
+        s.tagContact(rows.tenant.id, rows.contact.id, globalThis.crypto.randomUUID(), CHANGED_AT),
+        Effect.map(s.tagsOf(rows.tenant.id, rows.contact.id), (tagIds) => tagIds.length === 2)
+      )
     )
   })
 
@@ -219,7 +268,10 @@ const EVERY_CHANGE = {
   subscription: true,
   campaign: true,
   recipient: true,
-  batches: true
+  batches: true,
+  flowDefinition: true,
+  flowSession: true,
+  contactTag: true
 }
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
@@ -249,7 +301,13 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   marketingOptOuts: await h().stored.marketingOptOuts(rows.tenant.id),
   campaigns: await h().stored.campaigns(rows.tenant.id),
   campaignRecipients: await h().stored.campaignRecipients(rows.tenant.id),
-  campaignBatches: await h().stored.campaignBatches(rows.tenant.id)
+  campaignBatches: await h().stored.campaignBatches(rows.tenant.id),
+  flowDefinitions: await h().stored.flowDefinitions(rows.tenant.id),
+  flowVersions: await h().stored.flowVersions(rows.tenant.id),
+  flowSessions: await h().stored.flowSessions(rows.tenant.id),
+  customFields: await h().stored.customFields(rows.tenant.id),
+  tags: await h().stored.tags(rows.tenant.id),
+  contactTags: await h().stored.contactTags(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -279,7 +337,13 @@ const asStored = (rows: Rows) => ({
   marketingOptOuts: [rows.optOut],
   campaigns: [rows.campaign],
   campaignRecipients: [rows.recipient],
-  campaignBatches: [rows.batch]
+  campaignBatches: [rows.batch],
+  flowDefinitions: [rows.flowDefinition],
+  flowVersions: [rows.flowVersion],
+  flowSessions: [rows.flowSession],
+  customFields: [rows.customField],
+  tags: [rows.tag],
+  contactTags: [rows.contactTag]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -313,7 +377,13 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "marketingOptOuts",
     "campaigns",
     "campaignRecipients",
-    "campaignBatches"
+    "campaignBatches",
+    "flowDefinitions",
+    "flowVersions",
+    "flowSessions",
+    "customFields",
+    "tags",
+    "contactTags"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -368,7 +438,13 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         marketingOptOuts: [],
         campaigns: [],
         campaignRecipients: [],
-        campaignBatches: []
+        campaignBatches: [],
+        flowDefinitions: [],
+        flowVersions: [],
+        flowSessions: [],
+        customFields: [],
+        tags: [],
+        contactTags: []
       })
     })
 

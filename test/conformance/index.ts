@@ -20,6 +20,7 @@ import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
 import { conversationStoreSuite } from "./ConversationStoreSuite.ts"
 import { emailStoreSuite } from "./EmailStoreSuite.ts"
+import { flowStoreSuite } from "./FlowStoreSuite.ts"
 import { describeOpened, type Suite } from "./Harness.ts"
 import { inboundStoreSuite } from "./InboundStoreSuite.ts"
 import { libraryCacheStoreSuite } from "./LibraryCacheStoreSuite.ts"
@@ -38,7 +39,14 @@ import { webhookEndpointStoreSuite } from "./WebhookEndpointStoreSuite.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 
 export type { Suite } from "./Harness.ts"
-export type { StorageAdapter, StorageCapabilities, StoredOutboxEvent, StoredRows, StoredTable } from "./StorageAdapter.ts"
+export type {
+  StorageAdapter,
+  StorageCapabilities,
+  StoredContactTag,
+  StoredOutboxEvent,
+  StoredRows,
+  StoredTable
+} from "./StorageAdapter.ts"
 export {
   accountStoreSuite,
   apiKeyStoreSuite,
@@ -51,6 +59,7 @@ export {
   contactStoreSuite,
   conversationStoreSuite,
   emailStoreSuite,
+  flowStoreSuite,
   inboundStoreSuite,
   libraryCacheStoreSuite,
   listStoreSuite,
@@ -86,6 +95,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   emailStoreSuite,
   listStoreSuite,
   campaignStoreSuite,
+  flowStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

@@ -166,6 +166,32 @@ describe.each(testDatabases)("migrations on $name", ({ open }) => {
       await close()
     }
   })
+
+  it("give flows indexes for listing definitions and finding them by platform flow id, unique version numbers and token hashes, sessions indexes for listing with filters, and unique custom field keys and tag names", async () => {
+    const { db, dialect, close } = await open()
+    try {
+      expect(await indexDefinition(db, dialect, "flow_definitions_tenant_created_idx"))
+        .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
+      expect(await indexDefinition(db, dialect, "flow_definitions_meta_flow_idx"))
+        .toMatch(/\("?meta_flow_id"?\)/i)
+      expect(await indexDefinition(db, dialect, "flow_versions_definition_number_unique"))
+        .toMatch(/unique index.*\(.*definition_id.*number.*\)/i)
+      expect(await indexDefinition(db, dialect, "flow_sessions_token_unique"))
+        .toMatch(/unique index.*\("?flow_token_hash"?\)/i)
+      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_created_idx"))
+        .toMatch(/\(.*tenant_id.*definition_id.*created_at.*id.*\)/i)
+      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_status_idx"))
+        .toMatch(/\(.*tenant_id.*definition_id.*status.*created_at.*id.*\)/i)
+      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_contact_idx"))
+        .toMatch(/\(.*tenant_id.*definition_id.*contact_id.*created_at.*id.*\)/i)
+      expect(await indexDefinition(db, dialect, "custom_fields_tenant_key_unique"))
+        .toMatch(/unique index.*\(.*tenant_id.*key.*\)/i)
+      expect(await indexDefinition(db, dialect, "tags_tenant_name_unique"))
+        .toMatch(/unique index.*\(.*tenant_id.*name.*\)/i)
+    } finally {
+      await close()
+    }
+  })
 })
 
 describe.each(emptyDatabases)("migrations from an older schema on $name", ({ name, open }) => {
