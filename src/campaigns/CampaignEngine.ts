@@ -173,32 +173,39 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
   const work = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
     const at = fromMillis(nowMs)
     yield* recover(campaign, at)
-    const due = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", {
-      plannedBy: at,
-      afterSeq: null,
-      limit: settings.sendPage
-    })
     const templates = yield* deps.templateFor(campaign)
+    // Each number's due recipients on their own: one number held back by its limit never starves another.
+    const perChannel = Math.max(1, Math.ceil(settings.sendPage / campaign.channel_ids.length))
     let limited = false
+    let full = false
     const chosen: Array<CampaignRecipientRecord> = []
     for (const [index, channelId] of campaign.channel_ids.entries()) {
-      const mine = due.filter((r) => r.channel_id === channelId)
+      const mine = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", {
+        plannedBy: at,
+        afterSeq: null,
+        limit: perChannel,
+        channelId
+      })
       if (mine.length === 0) continue
       const { limit } = yield* limitOf(deps.limits, campaign.tenant_id, channelId)
-      if (typeof limit !== "number" || templates[index] === null) {
-        chosen.push(...mine)
-        continue
-      }
-      const reached = yield* store.reachedSince(campaign.tenant_id, channelId, fromMillis(nowMs - WINDOW_MS), mine.map((r) => r.contact_id))
+      let room = typeof limit === "number" && templates[index] !== null ? limit : Number.POSITIVE_INFINITY
+      const reached = Number.isFinite(room)
+        ? yield* store.reachedSince(campaign.tenant_id, channelId, fromMillis(nowMs - WINDOW_MS), mine.map((r) => r.contact_id))
+        : { distinct: 0, already: [] as ReadonlyArray<string> }
       const already = new Set(reached.already)
-      let room = limit - reached.distinct
+      room -= reached.distinct
+      let taken = 0
       for (const r of mine) {
-        if (already.has(r.contact_id)) chosen.push(r)
-        else if (room > 0) {
+        if (already.has(r.contact_id)) {
+          chosen.push(r)
+          taken++
+        } else if (room > 0) {
           room--
           chosen.push(r)
+          taken++
         } else limited = true
       }
+      if (mine.length === perChannel && taken === mine.length) full = true
     }
     // Handed over and committed before the operator is called: never handed twice.
     const handed = chosen.map((r): CampaignRecipientRecord => ({ ...r, state: "sending", handed_at: at, updated_at: at }))
@@ -238,7 +245,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
     if (restricted) {
       return yield* save(fresh, { status: "paused", throttle_reason: "quality_restricted", paused_at: end, next_run_at: null }, end)
     }
-    if (due.length === settings.sendPage && !limited && !retry) return yield* save(fresh, { throttle_reason: null, next_run_at: end }, end)
+    if (full && !retry) return yield* save(fresh, { throttle_reason: null, next_run_at: end }, end)
     if (retry) return yield* save(fresh, { next_run_at: fromMillis(endMs + RETRY_RATE_LIMITED_MS) }, end)
     if (limited) {
       return yield* save(fresh, { throttle_reason: "chatapp_messaging_limit" as ThrottleReason, next_run_at: fromMillis(endMs + RETRY_LIMIT_MS) }, end)

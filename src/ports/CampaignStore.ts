@@ -140,12 +140,20 @@ export class CampaignStore extends Context.Service<CampaignStore, {
   readonly insertRecipients: (recipients: ReadonlyArray<CampaignRecipientRecord>) => Effect.Effect<void, StorageError>
   /** Whether the campaign already has a recipient for the contact (duplicate skipping). */
   readonly hasRecipient: (tenantId: string, campaignId: string, contactId: string) => Effect.Effect<boolean, StorageError>
-  /** Up to `limit` recipients in `state` planned at or before `plannedBy` (null: any time), by `seq`. */
+  /**
+   * Up to `limit` recipients in `state` planned at or before `plannedBy` (null: any time), by `seq`;
+   * only those through `channelId` when it is given (so one number held back never starves another).
+   */
   readonly recipientsIn: (
     tenantId: string,
     campaignId: string,
     state: RecipientState,
-    page: { readonly plannedBy: string | null; readonly afterSeq: number | null; readonly limit: number }
+    page: {
+      readonly plannedBy: string | null
+      readonly afterSeq: number | null
+      readonly limit: number
+      readonly channelId?: string
+    }
   ) => Effect.Effect<ReadonlyArray<CampaignRecipientRecord>, StorageError>
   /** Replaces recipient (`campaign_id`, `seq`) of the tenant. */
   readonly updateRecipient: (recipient: CampaignRecipientRecord) => Effect.Effect<void, StorageError>

@@ -412,6 +412,20 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
         expect(seqs(await recipientsIn(h, tenant.id, campaign.id, "pending"))).toEqual(expected.map((r) => r.seq))
       })
 
+      it("pages recipients through one channel only when a channel is given", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const a = newId()
+        const b = newId()
+        const recipients = Array.from({ length: 9 }, (_, seq) => campaignRecipientRecord(campaign, seq, { channel_id: seq % 3 === 0 ? b : a }))
+        await insertRecipients(h, recipients)
+        const through = (channelId: string, limit: number) =>
+          h().run(store((s) => s.recipientsIn(tenant.id, campaign.id, "pending", { plannedBy: null, afterSeq: null, limit, channelId })))
+        expect(seqs(await through(b, 10))).toEqual([0, 3, 6])
+        expect(seqs(await through(a, 4))).toEqual([1, 2, 4, 5])
+      })
+
       it("knows whether the campaign has a recipient for a contact, skipped ones too, and no other campaign's", async () => {
         const { tenant } = await h().run(seedTenant)
         const campaign = campaignRecord(tenant.id)

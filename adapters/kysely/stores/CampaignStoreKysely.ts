@@ -171,6 +171,7 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
           let select = recipients(db, tenantId, campaignId).selectAll().where("state", "=", state)
           if (page.plannedBy !== null) select = select.where("planned_at", "<=", page.plannedBy)
           if (page.afterSeq !== null) select = select.where("seq", ">", page.afterSeq)
+          if (page.channelId !== undefined) select = select.where("channel_id", "=", page.channelId)
           return select.orderBy("seq").limit(page.limit).execute()
         }).pipe(Effect.map((rows) => rows.map(recipientFromRow))),
       updateRecipient: (recipient) => {
