@@ -1,8 +1,10 @@
 import { Effect, Option } from "effect"
+import type { AttachmentService, PreparedAttachment } from "../attachments/AttachmentService.ts"
 import type { ContactService } from "../contacts/ContactService.ts"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import type { ListService } from "../lists/ListService.ts"
-import type { ChatappMessageHandler, ChatappMessageInput } from "../kernel/ChatappEvents.ts"
+import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
+import { type ChatappMessageHandler, type ChatappMessageInput, RetryLater } from "../kernel/ChatappEvents.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { sha256Hex } from "../kernel/Secret.ts"
@@ -13,7 +15,31 @@ import type { FlowDefinitionRecord, FlowSessionRecord, FlowStore, FlowVersionRec
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 import { decideAnswer, maskAnswers, readFlowReply } from "./FlowSession.ts"
-import { planWriteback, type WritebackPlan, type WritebackResult, withFailures } from "./Writeback.ts"
+import { type MediaOutcome, planWriteback, type WritebackPlan, type WritebackResult, withFailures } from "./Writeback.ts"
+
+/** Largest photo or document of an answer copied from the platform. */
+export const MAX_FLOW_MEDIA_BYTES = 100 * 1024 * 1024
+
+/** A photo or document an answer names (`PhotoPicker`, `DocumentPicker`): the platform's media object. */
+interface MediaReference {
+  readonly input: string
+  readonly id: string
+  readonly fileName: string
+  readonly mimeType: string
+}
+
+// The media objects of the answers: arrays of {id, file_name, mime_type} (the platform's shape).
+const mediaOf = (answers: Readonly<Record<string, unknown>>): ReadonlyArray<MediaReference> =>
+  Object.entries(answers).flatMap(([input, value]) =>
+    Array.isArray(value)
+      ? value.flatMap((item): ReadonlyArray<MediaReference> => {
+        if (typeof item !== "object" || item === null) return []
+        const o = item as Record<string, unknown>
+        return typeof o.id === "string" && (typeof o.mime_type === "string" || typeof o.file_name === "string")
+          ? [{ input, id: o.id, fileName: typeof o.file_name === "string" ? o.file_name : o.id, mimeType: typeof o.mime_type === "string" ? o.mime_type : "application/octet-stream" }]
+          : []
+      })
+      : [])
 
 /** The platform flow id of the stand-in definition adopted answers are kept under. */
 export const ADOPTED_META_FLOW_ID = "0"
@@ -27,6 +53,7 @@ export interface AnswerDeps {
   readonly conversations: ConversationService["Service"]
   readonly lists: ListService["Service"]
   readonly platform: ChatPlatform["Service"]
+  readonly attachments: AttachmentService["Service"]
 }
 
 /**
@@ -37,7 +64,41 @@ export interface AnswerDeps {
  * sender's contact, with no write-back. The answer message is still stored by the conversation store.
  */
 export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
-  const { store, outbox, contacts, conversations, lists } = deps
+  const { store, outbox, contacts, conversations, lists, attachments, platform } = deps
+
+  // The answer's photos and documents, copied from the platform into the blob store before the
+  // transaction: a file that cannot be had now is tried again with the payload, unless this is the
+  // last try (then it is reported as not stored).
+  const fetchMedia = Effect.fnUntraced(function*(input: ChatappMessageInput, answers: Readonly<Record<string, unknown>>) {
+    const files: Array<{ readonly ref: MediaReference; readonly prepared: PreparedAttachment | null }> = []
+    const credentials = chatappCredentialsOf(input.channel)
+    for (const ref of mediaOf(answers)) {
+      if (Option.isNone(credentials)) {
+        files.push({ ref, prepared: null })
+        continue
+      }
+      const fetched = yield* Effect.result(platform.fetchMedia(credentials.value, ref.id, { maxBytes: MAX_FLOW_MEDIA_BYTES }))
+      if (fetched._tag === "Failure") {
+        if (fetched.failure.retryable && !input.lastAttempt) {
+          yield* Effect.forEach(files, (f) => (f.prepared === null ? Effect.void : attachments.discard(f.prepared)), { discard: true })
+          return yield* new RetryLater({ message: `flow media ${ref.id}: ${fetched.failure.message}` })
+        }
+        files.push({ ref, prepared: null })
+        continue
+      }
+      const prepared = yield* Effect.result(attachments.prepareInbound({
+        tenantId: input.channel.tenant_id,
+        bytes: fetched.success.bytes,
+        declaredType: fetched.success.mimeType || ref.mimeType,
+        filename: ref.fileName,
+        externalId: ref.id,
+        origin: "chatapp_media",
+        direction: "inbound"
+      }))
+      files.push({ ref, prepared: prepared._tag === "Success" ? prepared.success : null })
+    }
+    return files
+  })
 
   // Every adopted answer of a channel is kept under one stand-in definition of that channel.
   const adoptedDefinition = Effect.fnUntraced(function*(tenantId: string, channelId: string) {
@@ -133,7 +194,19 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
     return yield* apply(tenantId, session.channel_id, plan)
   })
 
-  const complete = Effect.fnUntraced(function*(input: ChatappMessageInput, flowToken: string, raw: Readonly<Record<string, unknown>>) {
+  // An answer that completes nothing keeps none of its files.
+  const dropFiles = (files: ReadonlyArray<{ readonly prepared: PreparedAttachment | null }>) =>
+    Effect.as(
+      Effect.forEach(files, (f) => (f.prepared === null ? Effect.void : attachments.discard(f.prepared)), { discard: true }),
+      "continue" as const
+    )
+
+  const complete = Effect.fnUntraced(function*(
+    input: ChatappMessageInput,
+    flowToken: string,
+    raw: Readonly<Record<string, unknown>>,
+    files: ReadonlyArray<{ readonly ref: MediaReference; readonly prepared: PreparedAttachment | null }>
+  ) {
     const { channel, event } = input
     const tenantId = channel.tenant_id
     const at = yield* now
@@ -144,7 +217,7 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
     let version: FlowVersionRecord | null = null
     if (known) {
       session = found.value
-      if (decideAnswer(session.status).kind === "ignore") return "continue" as const
+      if (decideAnswer(session.status).kind === "ignore") return yield* dropFiles(files)
       definition = Option.getOrThrow(yield* store.getDefinition(tenantId, session.definition_id))
       version = session.version_id === null ? null : Option.getOrNull(yield* store.getVersion(tenantId, session.version_id))
     } else {
@@ -187,7 +260,7 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
       answer_message_id: event.externalId
     }
     // A conditional update: of two answers at once, one completes the session, the other changes nothing.
-    if (!(yield* store.completeSession(tenantId, completed))) return "continue" as const
+    if (!(yield* store.completeSession(tenantId, completed))) return yield* dropFiles(files)
     const contact = session.sender_type === "adopted" || session.contact_id === null
       ? null
       : Option.getOrNull(yield* contacts.get(session.tenant_id, session.contact_id).pipe(
@@ -198,7 +271,18 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
     const result: WritebackResult = input.lastAttempt
       ? withFailures((yield* writeback(tenantId, completed, version, null, raw)), { all: true })
       : yield* writeback(tenantId, completed, version, contact, raw)
-    const final: FlowSessionRecord = { ...completed, writeback_result: result as unknown as Record<string, unknown> }
+    // The copied files are kept with the conversation of the session, carried by the flow's message.
+    const media: Record<string, Array<MediaOutcome>> = {}
+    for (const { ref, prepared } of files) {
+      let stored = false
+      if (prepared !== null && session.message_id !== null && session.conversation_id !== null) {
+        yield* attachments.record(prepared, { messageId: session.message_id, conversationId: session.conversation_id })
+        stored = true
+      }
+      ;(media[ref.input] ??= []).push({ file_name: prepared?.filename ?? ref.fileName, mime_type: prepared?.content_type ?? ref.mimeType, stored, file_size: prepared?.file_size ?? 0 })
+    }
+    const withMedia: WritebackResult = { ...result, media }
+    const final: FlowSessionRecord = { ...completed, writeback_result: withMedia as unknown as Record<string, unknown> }
     yield* store.updateSession(tenantId, final)
     yield* outbox.append([
       yield* makeEvent({
@@ -217,7 +301,7 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
           message_id: session.message_id,
           sender_type: session.sender_type,
           answers,
-          writeback: result,
+          writeback: withMedia,
           completed_at: at
         }
       })
@@ -228,11 +312,14 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
   return {
     name: "flow answers",
     prepare: (input) =>
-      Effect.sync(() => {
+      Effect.gen(function*() {
         const reply = readFlowReply(input.event.message)
+        if (reply === null) return { run: Effect.succeed("continue" as const), discard: Effect.void }
+        const files = yield* fetchMedia(input, reply.answers)
         return {
-          run: reply === null ? Effect.succeed("continue" as const) : complete(input, reply.flowToken, reply.answers),
-          discard: Effect.void
+          run: complete(input, reply.flowToken, reply.answers, files),
+          // Files of an answer that did not commit (a duplicate, a failure) are removed.
+          discard: Effect.forEach(files, (f) => (f.prepared === null ? Effect.void : attachments.discard(f.prepared)), { discard: true })
         }
       })
   }

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { AttachmentService } from "../attachments/AttachmentService.ts"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
@@ -96,6 +97,7 @@ export class FlowService extends Context.Service<FlowService, {
       const messages = yield* MessageService
       const lists = yield* ListService
       const platform = yield* ChatPlatform
+      const attachments = yield* AttachmentService
 
       const definition = Effect.fnUntraced(function*(tenantId: string, id: string) {
         const found = yield* store.getDefinition(tenantId, id)
@@ -113,7 +115,7 @@ export class FlowService extends Context.Service<FlowService, {
         return toFlowSession(record, contact, effectiveStatus(record, yield* now))
       })
 
-      const answers = makeFlowAnswers({ store, transactor, outbox, contacts, conversations, lists, platform })
+      const answers = makeFlowAnswers({ store, transactor, outbox, contacts, conversations, lists, platform, attachments })
       const webhooks = makeFlowWebhooks({ store, channels, outbox })
 
       return FlowService.of({
