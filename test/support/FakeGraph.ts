@@ -62,6 +62,11 @@ export interface FakeGraphOptions {
   readonly library?: ReadonlyArray<Readonly<Record<string, unknown>>>
   /** Library entries per page; 2 unless given. */
   readonly libraryPageSize?: number
+  /**
+   * Milliseconds every `POST /{phone_number_id}/messages` waits before it is answered (it is recorded
+   * on arrival): a slow operator, so sends are in flight long enough to be interrupted. 0 unless given.
+   */
+  readonly messageDelayMs?: number
 }
 
 /** A fake of the operator's Graph API on 127.0.0.1, speaking its wire format. */
@@ -78,6 +83,12 @@ export interface FakeGraph {
    * matching request takes the next answer; once they are used up the defaults answer again.
    */
   readonly script: (method: "GET" | "POST", path: string | RegExp, ...answers: ReadonlyArray<FakeAnswer>) => void
+  /**
+   * Queues answers for the sends (`POST /{phone_number_id}/messages`, any number) whose `to` is the
+   * phone `to` (compared by digits: `+4477…` and `4477…` are one recipient). Each such send takes the
+   * next answer before any `script` answer; once they are used up the others answer again.
+   */
+  readonly scriptRecipient: (to: string, ...answers: ReadonlyArray<FakeAnswer>) => void
   /** Serves `id` as a media object and its bytes at `/media-download/{id}?token=…`. */
   readonly media: (id: string, media: FakeMedia) => void
   /** Sets what `GET /{id}` says of phone number `id` from now on (merged over earlier settings). */
@@ -203,6 +214,9 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
   const scripts: Array<{ readonly method: string; readonly pattern: RegExp; readonly answers: Array<FakeAnswer> }> = []
   const mediaById = new Map<string, FakeMedia & { issued: number; readonly valid: Set<string> }>()
   const templates = new Map<string, Array<Record<string, unknown>>>()
+  const byRecipient = new Map<string, Array<FakeAnswer>>()
+  const digitsOf = (value: unknown) => String(value ?? "").replace(/\D/g, "")
+  const isSend = (request: FakeGraphRequest) => request.method === "POST" && /^\/[^/]+\/messages$/.test(request.path)
   let sent = 0
   let origin = ""
 
@@ -330,16 +344,27 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       }
       seen.push(request)
       if (request.method === "GET" && request.path === "/message_template_library") libraryCalls += 1
+      const forRecipient = isSend(request) ? byRecipient.get(digitsOf((request.json as { to?: unknown } | undefined)?.to)) : undefined
       const scripted = scripts.find((s) => s.method === request.method && s.answers.length > 0 && s.pattern.test(request.path))
-      const answer = scripted?.answers.shift() ?? defaultAnswer(request)
+      const answer = forRecipient?.shift() ?? scripted?.answers.shift() ?? defaultAnswer(request)
       if (answer.hang === true) return
+      const delay = isSend(request) ? options.messageDelayMs ?? 0 : 0
+      if (delay > 0) {
+        setTimeout(() => {
+          if (!res.destroyed) respond(answer)
+        }, delay)
+        return
+      }
+      respond(answer)
+    })
+    const respond = (answer: FakeAnswer) => {
       const payload = answer.json !== undefined ? JSON.stringify(answer.json) : answer.body ?? ""
       res.writeHead(answer.status ?? 200, {
         "content-type": answer.json !== undefined ? "application/json; charset=UTF-8" : "text/html; charset=UTF-8",
         ...answer.headers
       })
       res.end(payload)
-    })
+    }
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -350,6 +375,10 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
     requests: () => [...seen],
     script: (method, path, ...answers) => {
       scripts.push({ method, pattern: patternOf(path), answers: [...answers] })
+    },
+    scriptRecipient: (to, ...answers) => {
+      const key = digitsOf(to)
+      byRecipient.set(key, [...(byRecipient.get(key) ?? []), ...answers])
     },
     media: (id, media) => {
       mediaById.set(id, { ...media, issued: 0, valid: new Set() })
