@@ -184,8 +184,14 @@ export const assignBatches = (
         starts_at: fromMillis(batch.startsAt)
       })))
     const existing = yield* store.batchesOf(tenantId, campaign.id)
-    // Days already under way stay in the record; the new plan replaces the days from its first on.
-    const kept = existing.filter((b) => !batchRecords.some((n) => n.channel_id === b.channel_id && n.day <= b.day))
+    // Days before the new plan's first stay in the record; the new plan replaces every day from its
+    // first on, and a number with nothing left keeps what it had.
+    const firstDay = new Map<string, number>()
+    for (const b of batchRecords) firstDay.set(b.channel_id, Math.min(firstDay.get(b.channel_id) ?? b.day, b.day))
+    const kept = existing.filter((b) => {
+      const first = firstDay.get(b.channel_id)
+      return first === undefined || b.day < first
+    })
     yield* store.putBatches(tenantId, campaign.id, [...kept, ...batchRecords])
     let after: number | null = null
     for (;;) {

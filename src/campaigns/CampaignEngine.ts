@@ -207,13 +207,15 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       }
       if (mine.length === perChannel && taken === mine.length) full = true
     }
-    // Handed over and committed before the operator is called: never handed twice.
-    const handed = chosen.map((r): CampaignRecipientRecord => ({ ...r, state: "sending", handed_at: at, updated_at: at }))
-    yield* transactor.withTransaction(Effect.forEach(handed, store.updateRecipient, { discard: true }))
     let retry = false
     let restricted = false
-    yield* Effect.forEach(handed, (recipient) =>
+    yield* Effect.forEach(chosen, (due) =>
       Effect.gen(function*() {
+        // Handed over and committed just before its own call to the operator: never handed twice,
+        // and only the sends really in flight can be caught by a crash.
+        const handedAt = fromMillis(yield* Clock.currentTimeMillis)
+        const recipient: CampaignRecipientRecord = { ...due, state: "sending", handed_at: handedAt, updated_at: handedAt }
+        yield* store.updateRecipient(recipient)
         const templateId = templates[campaign.channel_ids.indexOf(recipient.channel_id!)] ?? null
         const result = templateId === null
           ? { outcome: "failed" as SendOutcome, message: null, error: "no approved template of the campaign on this number" }

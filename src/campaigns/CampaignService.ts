@@ -291,10 +291,12 @@ export class CampaignService extends Context.Service<CampaignService, {
               updated_at: at
             })
           }
-          // Started: the remaining recipients are planned again from now, each number from its next day.
-          const batches = yield* store.batchesOf(tenantId, id)
+          // Started: the remaining recipients are planned again from now, each number from the day
+          // after the last one that handed anybody to the operator (a day that passed while paused,
+          // with nobody sent, does not count).
+          const handedDays = (yield* store.batchCounts(tenantId, id)).filter((c) => c.state !== "pending" && c.state !== "skipped")
           const startDays = campaign.channel_ids.map((channelId) => {
-            const begun = batches.filter((b) => b.channel_id === channelId && Date.parse(b.starts_at) <= now).map((b) => b.day)
+            const begun = handedDays.filter((c) => c.channel_id === channelId).map((c) => c.day)
             return begun.length === 0 ? 0 : Math.max(...begun) + 1
           })
           const resumed = yield* transactor.withTransaction(

@@ -37,7 +37,9 @@ const Writeback = Schema.Array(WritebackMappingSchema).check(Schema.isMaxLength(
 export const CreateFlowRequest = Schema.Struct({
   name: Name,
   channel_id: UuidString,
-  meta_flow_id: Schema.String.check(Schema.isPattern(/^\d{1,30}$/, { message: "The platform's flow id: digits only" })),
+  meta_flow_id: Schema.String.check(
+    Schema.isPattern(/^[1-9]\d{0,29}$/, { message: "The platform's flow id: digits only, not starting with 0" })
+  ),
   screens: Screens,
   writeback: Schema.optionalKey(Writeback)
 })

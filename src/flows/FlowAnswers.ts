@@ -267,10 +267,9 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
         Effect.map(Option.some),
         Effect.catchTag("NotFound", () => Effect.succeed(Option.none()))
       ))
-    // On the payload's last try, a write-back that kept failing is given up so the answer is kept.
-    const result: WritebackResult = input.lastAttempt
-      ? withFailures((yield* writeback(tenantId, completed, version, null, raw)), { all: true })
-      : yield* writeback(tenantId, completed, version, contact, raw)
+    // Items the contact's data refuses are reported in the result; only a storage failure (which
+    // would lose the answer too) makes the whole answer try again.
+    const result: WritebackResult = yield* writeback(tenantId, completed, version, contact, raw)
     // The copied files are kept with the conversation of the session, carried by the flow's message.
     const media: Record<string, Array<MediaOutcome>> = {}
     for (const { ref, prepared } of files) {
@@ -315,7 +314,10 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
       Effect.gen(function*() {
         const reply = readFlowReply(input.event.message)
         if (reply === null) return { run: Effect.succeed("continue" as const), discard: Effect.void }
-        const files = yield* fetchMedia(input, reply.answers)
+        // An answer to a session already completed changes nothing: its files are not fetched.
+        const known = yield* store.findSessionByTokenHash(yield* sha256Hex(reply.flowToken))
+        const done = Option.isSome(known) && decideAnswer(known.value.status).kind === "ignore"
+        const files = done ? [] : yield* fetchMedia(input, reply.answers)
         return {
           run: complete(input, reply.flowToken, reply.answers, files),
           // Files of an answer that did not commit (a duplicate, a failure) are removed.

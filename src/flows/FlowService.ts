@@ -30,7 +30,7 @@ import {
   toFlowSession,
   toTag
 } from "./Flow.ts"
-import { makeFlowAnswers } from "./FlowAnswers.ts"
+import { ADOPTED_META_FLOW_ID, makeFlowAnswers } from "./FlowAnswers.ts"
 import { checkVersion } from "./FlowDefinitions.ts"
 import { makeFlowWebhooks } from "./FlowWebhooks.ts"
 import { effectiveStatus } from "./FlowSession.ts"
@@ -181,6 +181,9 @@ export class FlowService extends Context.Service<FlowService, {
         }),
         send: Effect.fn("FlowService.send")(function*(tenantId, id, request, senderType) {
           const record = yield* definition(tenantId, id)
+          if (record.meta_flow_id === ADOPTED_META_FLOW_ID) {
+            return yield* InvalidRequest.single(["path", "flow_id"], "This keeps answers to flows built outside the service; it cannot be sent", "not_sendable")
+          }
           if (request.channel_id !== record.channel_id) {
             return yield* InvalidRequest.single(["body", "channel_id"], `Flow ${id} belongs to channel ${record.channel_id}`, "flow_not_on_channel")
           }
@@ -272,12 +275,14 @@ export class FlowService extends Context.Service<FlowService, {
         sessions: Effect.fn("FlowService.sessions")(function*(tenantId, id, filter, page) {
           yield* definition(tenantId, id)
           const at = yield* now
-          // `expired` is a reading of `sent` past its time: the store filters on what it holds.
-          const stored = filter.status === "expired" ? { ...filter, status: "sent" } : filter
+          // `expired` is a reading of `sent` past its time; `sent` is what has not expired yet.
+          const stored = filter.status === "expired"
+            ? { ...filter, status: "sent", expired_before: at }
+            : filter.status === "sent"
+            ? { ...filter, expires_from: at }
+            : filter
           const { items, total } = yield* store.listSessions(tenantId, id, stored, toWindow(page))
-          const wires = yield* Effect.forEach(items, sessionWire)
-          const kept = filter.status === undefined ? wires : wires.filter((s) => s.status === filter.status)
-          return { items: kept, total: filter.status === "sent" || filter.status === "expired" ? kept.length : total }
+          return { items: yield* Effect.forEach(items, sessionWire), total }
         }),
         createCustomField: Effect.fn("FlowService.createCustomField")(function*(tenantId, request) {
           const record = { id: yield* newId, tenant_id: tenantId, key: request.key, type: request.type, editable: request.editable ?? true, created_at: yield* now }

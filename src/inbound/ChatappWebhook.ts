@@ -123,7 +123,9 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
         const metadata = isRecord(value) && isRecord(value.metadata) ? value.metadata : {}
         const phoneNumberId = idOf(metadata.phone_number_id, 64)
         if (field !== "messages" || !isRecord(value)) {
-          const key = `field:${yield* sha256Hex(JSON.stringify([entryId, field, value ?? null]))}`
+          // The entry's time is part of the key: the same change notified again later is a new change;
+          // the same payload delivered twice is not.
+          const key = `field:${yield* sha256Hex(JSON.stringify([entryId, entry.time ?? null, field, value ?? null]))}`
           events.push({ kind: "field", key, entryId, field, phoneNumberId, value: value ?? null })
           continue
         }

@@ -91,7 +91,10 @@ export const chatappContentOf = (message: Json): MessageContent => {
       const kind = str(body.type)
       const reply = kind !== null && isRecord(body[kind]) ? (body[kind] as Json) : {}
       const text = kind === "nfm_reply" ? str(reply.body) : str(reply.title)
-      return { messageType: "interactive", text, content: { ...context, interactive: { type: kind, ...reply } }, media: null }
+      // A flow's answer keeps its name and text only: its response holds the flow token and answers
+      // that may be sensitive; the flow's session keeps them, masked.
+      const kept = kind === "nfm_reply" ? pick(reply, ["name", "body"]) : reply
+      return { messageType: "interactive", text, content: { ...context, interactive: { type: kind, ...kept } }, media: null }
     }
     case "reaction":
       return {

@@ -135,11 +135,19 @@ export class FlowStore extends Context.Service<FlowStore, {
    */
   readonly completeSession: (tenantId: string, session: FlowSessionRecord) => Effect.Effect<boolean, StorageError>
   readonly updateSession: (tenantId: string, session: FlowSessionRecord) => Effect.Effect<boolean, StorageError>
-  /** One page of a definition's sessions, newest first, with filters, and the total. */
+  /**
+   * One page of a definition's sessions, newest first, with filters, and the total: `expires_from`
+   * keeps those expiring at or after an instant, `expired_before` those expiring before it.
+   */
   readonly listSessions: (
     tenantId: string,
     definitionId: string,
-    filter: { readonly status?: string; readonly contact_id?: string },
+    filter: {
+      readonly status?: string
+      readonly contact_id?: string
+      readonly expires_from?: string
+      readonly expired_before?: string
+    },
     window: { readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<FlowSessionRecord>; readonly total: number }, StorageError>
 

@@ -75,7 +75,12 @@ const listSessions = (
   h: UseFlows,
   tenantId: string,
   definitionId: string,
-  filter: { readonly status?: string; readonly contact_id?: string } = {},
+  filter: {
+    readonly status?: string
+    readonly contact_id?: string
+    readonly expires_from?: string
+    readonly expired_before?: string
+  } = {},
   limit = 100,
   offset = 0
 ) => h().run(store((s) => s.listSessions(tenantId, definitionId, filter, { limit, offset })))
@@ -550,6 +555,20 @@ export const flowStoreSuite: Suite<FlowPorts, FlowTables> = makeSuite({
         expect(await listSessions(h, tenant.id, definition.id, {}, 2, 6)).toEqual({ items: [], total: 5 })
         expect(await listSessions(h, tenant.id, other.id)).toEqual({ items: [ofOther], total: 1 })
         expect(await listSessions(h, tenant.id, newId())).toEqual({ items: [], total: 0 })
+      })
+
+      it("lists the sessions expiring from an instant on (inclusive) or expired before it, with the total of those", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const definition = flowDefinitionRecord(tenant.id)
+        await insertDefinitions(h, [definition])
+        const early = flowSessionRecord(definition, { created_at: at("09:00:00.000"), expires_at: at("12:00:00.000") })
+        const exactly = flowSessionRecord(definition, { created_at: at("10:00:00.000"), expires_at: at("13:00:00.000") })
+        const later = flowSessionRecord(definition, { created_at: at("11:00:00.000"), expires_at: at("14:00:00.000") })
+        await insertSessions(h, [early, exactly, later])
+        const cut = at("13:00:00.000")
+        expect(await listSessions(h, tenant.id, definition.id, { expires_from: cut })).toEqual({ items: [later, exactly], total: 2 })
+        expect(await listSessions(h, tenant.id, definition.id, { expired_before: cut })).toEqual({ items: [early], total: 1 })
+        expect(await listSessions(h, tenant.id, definition.id, { expires_from: cut }, 1, 0)).toEqual({ items: [later], total: 2 })
       })
 
       it("lists only the sessions of a status, of a contact, or of both, with the total of those", async () => {

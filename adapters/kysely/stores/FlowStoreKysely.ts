@@ -104,11 +104,18 @@ export const flowStoreLayer: Layer.Layer<FlowStore, never, KyselyConnection> = L
       db: Db,
       tenantId: string,
       definitionId: string,
-      filter: { readonly status?: string; readonly contact_id?: string }
+      filter: {
+        readonly status?: string
+        readonly contact_id?: string
+        readonly expires_from?: string
+        readonly expired_before?: string
+      }
     ) => {
       let select = db.selectFrom("flow_sessions").where("tenant_id", "=", tenantId).where("definition_id", "=", definitionId)
       if (filter.status !== undefined) select = select.where("status", "=", filter.status)
       if (filter.contact_id !== undefined) select = select.where("contact_id", "=", filter.contact_id)
+      if (filter.expires_from !== undefined) select = select.where("expires_at", ">=", filter.expires_from)
+      if (filter.expired_before !== undefined) select = select.where("expires_at", "<", filter.expired_before)
       return select
     }
     return FlowStore.of({

@@ -113,8 +113,11 @@ describe("what a message object becomes", () => {
     expect(of({ type: "interactive", interactive: { type: "list_reply", list_reply: { id: "r1", title: "Row", description: "d" } } }).text).toBe("Row")
     expect(of({ type: "interactive", interactive: { type: "nfm_reply", nfm_reply: { name: "flow", body: "Sent", response_json: "{\"flow_token\":\"t\"}" } } })).toMatchObject({
       text: "Sent",
-      content: { interactive: { type: "nfm_reply", response_json: "{\"flow_token\":\"t\"}" } }
+      content: { interactive: { type: "nfm_reply", name: "flow", body: "Sent" } }
     })
+    // The flow's response (its token and possibly sensitive answers) is never kept on the message.
+    expect(JSON.stringify(of({ type: "interactive", interactive: { type: "nfm_reply", nfm_reply: { name: "flow", body: "Sent", response_json: "{\"flow_token\":\"t\"}" } } })))
+      .not.toContain("flow_token")
     expect(of({ type: "reaction", reaction: { message_id: "wamid.0", emoji: "❤️" } })).toMatchObject({ messageType: "reaction", text: "❤️" })
     expect(of({ type: "order", order: {}, errors: [{ code: 131051, title: "Unsupported message type" }] })).toMatchObject({
       messageType: "unsupported",
