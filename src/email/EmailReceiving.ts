@@ -8,7 +8,8 @@ import type { ReceivedEmailInput } from "../kernel/EmailEvents.ts"
 import { newId } from "../kernel/Id.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
-import type { EmailAttachmentRecord, EmailIntegrationRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
+import type { EmailIntegrationRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
+import { storeEmailFiles } from "./EmailWire.ts"
 import { readReceivedEmail, type ReceivedEmail, threadCandidates } from "./ReceivedEmail.ts"
 
 /** What receiving needs of the other areas and the ports. */
@@ -116,21 +117,11 @@ export const makeReceiveEmail = (deps: ReceivingDeps) => {
       updated_at: null
     }
     yield* store.insertMessage(record)
-    const ids = yield* Effect.forEach(files, () => newId)
-    const rows: Array<EmailAttachmentRecord> = files.map((file, position) => ({
-      id: ids[position]!,
-      tenant_id: tenantId,
-      email_message_id: emailId,
-      attachment_id: file.id,
-      filename: file.filename,
-      content_type: file.content_type,
-      file_size: file.file_size,
-      is_inline: email.files[position]!.inline,
-      content_id: email.files[position]!.contentId,
-      position,
-      created_at: at
-    }))
-    yield* store.insertAttachments(rows)
+    yield* storeEmailFiles(store, { tenantId, emailId, at }, files.map((record, position) => ({
+      record,
+      inline: email.files[position]!.inline,
+      contentId: email.files[position]!.contentId
+    })))
   })
 
   return Effect.fn("EmailService.received")(function*(input: ReceivedEmailInput) {

@@ -11,13 +11,13 @@ import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type {
   EmailAddressValue,
-  EmailAttachmentRecord,
   EmailIntegrationRecord,
   EmailMessageRecord,
   EmailStore
 } from "../ports/EmailStore.ts"
 import type { Mailer } from "../ports/Mailer.ts"
 import type { Transactor } from "../ports/Transactor.ts"
+import { storeEmailFiles } from "./EmailWire.ts"
 import {
   breaksHeader,
   MAX_EMAIL_ATTACHMENT_BYTES,
@@ -159,21 +159,11 @@ export const makeSendEmail = (deps: SendingDeps) => {
         updated_at: null
       }
       yield* store.insertMessage(email)
-      const ids = yield* Effect.forEach(files, () => newId)
-      const rows: Array<EmailAttachmentRecord> = files.map((file, position) => ({
-        id: ids[position]!,
-        tenant_id: tenantId,
-        email_message_id: emailId,
-        attachment_id: file.id,
-        filename: file.filename,
-        content_type: file.content_type,
-        file_size: file.file_size,
-        is_inline: placement[position]!.inline,
-        content_id: placement[position]!.contentId,
-        position,
-        created_at: at
-      }))
-      yield* store.insertAttachments(rows)
+      yield* storeEmailFiles(store, { tenantId, emailId, at }, files.map((record, position) => ({
+        record,
+        inline: placement[position]!.inline,
+        contentId: placement[position]!.contentId
+      })))
       return { message, email }
     }))
 

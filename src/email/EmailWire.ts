@@ -1,4 +1,6 @@
 import { Effect } from "effect"
+import { newId } from "../kernel/Id.ts"
+import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { AttachmentService } from "../attachments/AttachmentService.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import type { EmailAttachmentRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
@@ -67,4 +69,33 @@ export const toEmailMessages = (
           created_at: record.created_at
         })
       ))
+  })
+
+/**
+ * Stores the files of an email, in order: each an email attachment of its own id pointing at the
+ * attachment record with its bytes, inline (with its Content-ID) or not.
+ */
+export const storeEmailFiles = (
+  store: EmailStore["Service"],
+  email: { readonly tenantId: string; readonly emailId: string; readonly at: string },
+  files: ReadonlyArray<{ readonly record: AttachmentRecord; readonly inline: boolean; readonly contentId: string | null }>
+): Effect.Effect<void, StorageError> =>
+  Effect.gen(function*() {
+    const rows: Array<EmailAttachmentRecord> = []
+    for (const [position, file] of files.entries()) {
+      rows.push({
+        id: yield* newId,
+        tenant_id: email.tenantId,
+        email_message_id: email.emailId,
+        attachment_id: file.record.id,
+        filename: file.record.filename,
+        content_type: file.record.content_type,
+        file_size: file.record.file_size,
+        is_inline: file.inline,
+        content_id: file.contentId,
+        position,
+        created_at: email.at
+      })
+    }
+    yield* store.insertAttachments(rows)
   })
