@@ -14,6 +14,7 @@ import {
   RetryLater
 } from "../kernel/ChatappEvents.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
+import { InboundSignal } from "../kernel/WorkSignal.ts"
 import { newId } from "../kernel/Id.ts"
 import { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis, now } from "../kernel/Timestamp.ts"
@@ -260,6 +261,6 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       return claims.length
     }).pipe(Effect.withSpan("InboundProcessor.runDue"))
 
-    return { name: "inbound", runDue, pollEveryMs: 50 } satisfies BackgroundJob
+    return { name: "inbound", runDue, pollEveryMs: 50, wake: yield* InboundSignal } satisfies BackgroundJob
   })
 

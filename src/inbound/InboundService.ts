@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { newId } from "../kernel/Id.ts"
 import { constantTimeEqual } from "../kernel/Secret.ts"
+import { InboundSignal } from "../kernel/WorkSignal.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { EmailService } from "../email/EmailService.ts"
@@ -44,6 +45,7 @@ export class InboundService extends Context.Service<InboundService, {
       const store = yield* InboundStore
       const settings = yield* ChatappWebhookSettings
       const email = yield* EmailService
+      const signal = yield* InboundSignal
       const keep = Effect.fnUntraced(function*(
         source: "chatapp" | "email",
         routeKey: string | null,
@@ -66,6 +68,8 @@ export class InboundService extends Context.Service<InboundService, {
           processed_at: null,
           note: null
         })
+        // A worker of this process waiting for work starts on it now.
+        signal.notify()
         return { stored: true, id } as const
       })
       return InboundService.of({

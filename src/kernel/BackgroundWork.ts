@@ -1,3 +1,4 @@
+import type { WorkSignal } from "./WorkSignal.ts"
 import { Cause, Context, Deferred, Effect } from "effect"
 import type { StorageError } from "./StorageError.ts"
 
@@ -21,6 +22,8 @@ export interface BackgroundJob {
   readonly runUntil?: (running: Running) => Effect.Effect<void, StorageError>
   /** The least real time a worker waits before polling `runDue` again when it found nothing. */
   readonly pollEveryMs?: number
+  /** Ends that wait early when new work is stored in this process (see `WorkSignal`). */
+  readonly wake?: WorkSignal
 }
 
 /** The background jobs the composed areas contribute; hosts run them on workers, tests drain them. */
@@ -71,12 +74,14 @@ export const runWorker = (
     Effect.gen(function*() {
       while (!(yield* Deferred.isDone(running.stopping))) {
         const round = job.runUntil === undefined ? job.runDue : Effect.as(job.runUntil(running), 1)
+        const mark = job.wake?.mark()
         const exit = yield* Effect.exit(round)
         if (exit._tag === "Failure") {
           yield* onError(job.name, exit.cause)
           yield* idle(running)
         } else if (exit.value === 0) {
-          yield* idle(running, Math.max(running.idleMs, job.pollEveryMs ?? 0))
+          const wait = idle(running, Math.max(running.idleMs, job.pollEveryMs ?? 0))
+          yield* job.wake === undefined || mark === undefined ? wait : Effect.raceFirst(wait, job.wake.after(mark))
         }
       }
     }), { concurrency: "unbounded", discard: true })
