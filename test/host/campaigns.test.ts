@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DEFAULT_CAMPAIGN_ENGINE } from "../../src/campaigns/CampaignEngine.ts"
 import { type ChatappHost, startChatappHost, type Tenant } from "../support/ChatappHost.ts"
 import { graphError } from "../support/FakeGraph.ts"
 import { admin, type HostProcess, http } from "../support/Host.ts"
@@ -952,10 +953,13 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
     // At most once: no number received twice.
     const to = received()
     expect(new Set(to).size).toBe(to.length)
-    // Nobody lost: only those caught in flight (in the operator's hands when the host died) may
-    // end failed as interrupted; everyone else is sent by the new process.
+    // Nobody lost: only sends in flight when the host died (at most the engine's concurrency) end
+    // failed as interrupted; a send marked as handed whose request had not reached the operator yet
+    // cannot be told from one in its hands, so it is among those, never sent again; everyone else is
+    // sent by the new process.
     const never = contacts.map((c) => digits(c.phone)).filter((phone) => !to.includes(phone))
-    expect(never.length, `never handed to the operator: ${never.length}; failed: ${r.failed}; received before the kill: ${atKill}`).toBe(0)
-    expect(r.failed).toBeLessThanOrEqual(atKill)
+    const detail = `never handed to the operator: ${never.length}; failed: ${r.failed}; received before the kill: ${atKill}`
+    expect(never.length, detail).toBeLessThanOrEqual(r.failed)
+    expect(r.failed, detail).toBeLessThanOrEqual(DEFAULT_CAMPAIGN_ENGINE.concurrency)
   }, SLOW)
 })
