@@ -359,7 +359,7 @@ export class ListService extends Context.Service<ListService, {
           for (const row of yield* store.subscriptionsAmong(tenantId, contactIds)) {
             states.set(row.contact_id, (states.get(row.contact_id) ?? false) || row.status === "subscribed")
           }
-          const unsubscribedOnly = new Set([...states].filter(([, any]) => !any).map(([id]) => id))
+          const unsubscribedOnly = new Set([...states].filter(([, subscribedSomewhere]) => !subscribedSomewhere).map(([id]) => id))
           return { optOuts, unsubscribedOnly }
         }),
         importContacts,
