@@ -141,7 +141,7 @@ export class CampaignStore extends Context.Service<CampaignStore, {
   /** Whether the campaign already has a recipient for the contact (duplicate skipping). */
   readonly hasRecipient: (tenantId: string, campaignId: string, contactId: string) => Effect.Effect<boolean, StorageError>
   /**
-   * Up to `limit` recipients in `state` planned at or before `plannedBy` (null: any time), by `seq`;
+   * Up to `limit` recipients in `state` planned at or before `plannedBy` (null: whenever planned), by `seq`;
    * only those through `channelId` when it is given (so one number held back never starves another).
    */
   readonly recipientsIn: (

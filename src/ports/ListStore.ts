@@ -82,7 +82,7 @@ export class ListStore extends Context.Service<ListStore, {
   readonly listLists: (tenantId: string) => Effect.Effect<ReadonlyArray<ListRecord>, StorageError>
   /** Every list of the tenant, deleted ones too (a subscription history names the list it was). */
   readonly listAllLists: (tenantId: string) => Effect.Effect<ReadonlyArray<ListRecord>, StorageError>
-  /** Whether the tenant has any list that is not deleted (keywords are handled only then). */
+  /** Whether the tenant has at least one list that is not deleted (keywords are handled only then). */
   readonly hasLists: (tenantId: string) => Effect.Effect<boolean, StorageError>
   /** Replaces list `list.id` of the tenant (also to delete it softly); `false` when it does not exist there. */
   readonly updateList: (tenantId: string, list: ListRecord) => Effect.Effect<boolean, StorageError>
