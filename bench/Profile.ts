@@ -1,5 +1,8 @@
-// CPU profiles of a benchmark's burst (BENCH_CPU_PROF), summed by where the code lives: shared by
-// bench:templates and bench:attachments.
+// CPU profiles of a benchmark's burst (BENCH_CPU_PROF), taken, written and summed by where the code
+// lives: shared by the benches.
+import { mkdirSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { join } from "node:path"
 
 /** A node of a V8 CPU profile (`Profiler.stop`'s `profile.nodes`). */
 export interface ProfileNode {
@@ -54,4 +57,43 @@ export const summarizeProfile = (
     "time under each file:",
     ...top(under, 30)
   ]
+}
+
+/** A V8 CPU profile of this process being taken (see `startProfile`). */
+export interface RunningProfile {
+  /**
+   * Stops the profile, writes it as `<dir>/<name>-<label>-<time>.cpuprofile` when `dir` is given,
+   * and sums it by `subsystems`.
+   */
+  readonly stop: (
+    dir: string | undefined,
+    name: string,
+    label: string,
+    subsystems?: ReadonlyArray<readonly [string, RegExp]>
+  ) => Promise<{ readonly file: string | undefined; readonly summary: ReadonlyArray<string> }>
+}
+
+/** Starts sampling this process every 200 µs through the inspector. */
+export const startProfile = async (): Promise<RunningProfile> => {
+  const session = new Session()
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.setSamplingInterval", { interval: 200 })
+  await session.post("Profiler.start")
+  return {
+    stop: async (dir, name, label, subsystems = []) => {
+      try {
+        const { profile } = await session.post("Profiler.stop")
+        let file: string | undefined
+        if (dir !== undefined) {
+          mkdirSync(dir, { recursive: true })
+          file = join(dir, `${name}-${label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
+          writeFileSync(file, JSON.stringify(profile))
+        }
+        return { file, summary: summarizeProfile(profile as never, subsystems) }
+      } finally {
+        session.disconnect()
+      }
+    }
+  }
 }

@@ -33,10 +33,9 @@
  * server process also writes a profile of its whole life when it exits, as `ChildProcess.ts` does).
  */
 import { randomUUID } from "node:crypto"
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { mkdir, rename, stat } from "node:fs/promises"
 import * as http from "node:http"
-import { Session } from "node:inspector/promises"
 import type { AddressInfo } from "node:net"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -55,7 +54,7 @@ import { forkChild } from "./ChildProcess.ts"
 import { startCpuMeter } from "./CpuMeter.ts"
 import { quantile, stamp } from "./Load.ts"
 import { startRun } from "./Run.ts"
-import { summarizeProfile } from "./Profile.ts"
+import { type RunningProfile, startProfile } from "./Profile.ts"
 
 const ROLE_VARIABLE = "BENCH_ATTACHMENTS_ROLE"
 const MB = 1024 * 1024
@@ -157,7 +156,7 @@ const serverProcess = () => {
     memory.longestGap = Math.max(memory.longestGap, now - memory.last)
     memory.last = now
   }
-  let session: Session | undefined
+  let profiler: RunningProfile | undefined
 
   const start = async (root: string) => {
     const dataDir = join(root, "library")
@@ -254,19 +253,12 @@ const serverProcess = () => {
           })
         }
         case "profile-start":
-          session = new Session()
-          session.connect()
-          await session.post("Profiler.enable")
-          await session.post("Profiler.setSamplingInterval", { interval: 200 })
-          await session.post("Profiler.start")
+          profiler = await startProfile()
           return reply({ id: message.id, type: "ok" })
         case "profile-stop": {
-          const { profile } = await session!.post("Profiler.stop")
-          session!.disconnect()
-          mkdirSync(PROFILE_DIR!, { recursive: true })
-          const file = join(PROFILE_DIR!, `attachments-${message.label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
-          writeFileSync(file, JSON.stringify(profile))
-          return reply({ id: message.id, type: "profile", file, summary: summarizeProfile(profile as never, SUBSYSTEMS) })
+          const { file, summary } = await profiler!.stop(PROFILE_DIR, "attachments", message.label, SUBSYSTEMS)
+          profiler = undefined
+          return reply({ id: message.id, type: "profile", file: file!, summary })
         }
         case "stop":
           clearInterval(sampler)

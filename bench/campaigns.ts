@@ -52,9 +52,8 @@
  * where the time went; every forked process also writes a profile of its whole life when it exits (as
  * `ChildProcess.ts` does), so the measured runs of such a run are slower than unprofiled ones.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as http from "node:http"
-import { Session } from "node:inspector/promises"
 import type { AddressInfo } from "node:net"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -84,7 +83,7 @@ import { forkChild } from "./ChildProcess.ts"
 import { startCpuMeter } from "./CpuMeter.ts"
 import { hostEnvironment } from "./InboundDatabase.ts"
 import { quantile, stamp } from "./Load.ts"
-import { summarizeProfile } from "./Profile.ts"
+import { startProfile } from "./Profile.ts"
 import { postgresReachable, startRun } from "./Run.ts"
 
 const ROLE_VARIABLE = "BENCH_CAMPAIGNS_ROLE"
@@ -203,7 +202,6 @@ const measured = () => {
   const usage = process.memoryUsage()
   return { total: usage.heapUsed + usage.arrayBuffers, heap: usage.heapUsed, arrayBuffers: usage.arrayBuffers, rss: usage.rss }
 }
-type Reading = ReturnType<typeof measured>
 
 const collect = () => {
   globalThis.gc?.()
@@ -268,21 +266,16 @@ const startSampling = () => {
 /** Profiles `run` when `label` is given: the profile is written to BENCH_CPU_PROF and summed. */
 const profiling = async <A>(label: string | undefined, run: () => Promise<A>) => {
   if (label === undefined || PROFILE_DIR === undefined) return { result: await run() }
-  const session = new Session()
-  session.connect()
-  await session.post("Profiler.enable")
-  await session.post("Profiler.setSamplingInterval", { interval: 200 })
-  await session.post("Profiler.start")
+  const running = await startProfile()
+  let result: A
   try {
-    const result = await run()
-    const { profile } = await session.post("Profiler.stop")
-    mkdirSync(PROFILE_DIR, { recursive: true })
-    const file = join(PROFILE_DIR, `campaigns-${label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
-    writeFileSync(file, JSON.stringify(profile))
-    return { result, profile: { file, summary: summarizeProfile(profile as never, SUBSYSTEMS) } }
-  } finally {
-    session.disconnect()
+    result = await run()
+  } catch (error) {
+    await running.stop(undefined, "campaigns", label)
+    throw error
   }
+  const { file, summary } = await running.stop(PROFILE_DIR, "campaigns", label, SUBSYSTEMS)
+  return { result, profile: { file: file!, summary } }
 }
 
 /** Where a campaign's time goes: each sample counts for the first of these met from the running function outwards. */

@@ -51,8 +51,7 @@
  * life when it exits (as `ChildProcess.ts` does), so such a run's figures are slower than unprofiled ones.
  */
 import { createHmac, randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { Session } from "node:inspector/promises"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -82,7 +81,7 @@ import { hostEnvironment, openReader } from "./InboundDatabase.ts"
 import { makeOperatorClient, type OperatorClient } from "./InboundLoad.ts"
 import { BUSINESS_ACCOUNT_ID, PHONE_NUMBER_ID, type SignedPayload } from "./InboundPayloads.ts"
 import { quantile, stamp } from "./Load.ts"
-import { summarizeProfile } from "./Profile.ts"
+import { type RunningProfile, startProfile } from "./Profile.ts"
 import { startReceiver } from "./Receiver.ts"
 import { startRun } from "./Run.ts"
 
@@ -176,7 +175,7 @@ const childProcess = () => {
   let receiverUrl = ""
   let errors = 0
   let firstError: string | undefined
-  let session: Session | undefined
+  let profiler: RunningProfile | undefined
 
   const api = async (method: string, path: string, body?: unknown): Promise<any> => {
     const response = await app!.handler(new Request(`http://localhost/api/v1${path}`, {
@@ -322,23 +321,12 @@ const childProcess = () => {
           await api("POST", "/webhook-endpoints", { name: message.name, url: receiverUrl, subscribed_events: message.events })
           return reply({ id: message.id, type: "ok" })
         case "profile-start":
-          session = new Session()
-          session.connect()
-          await session.post("Profiler.enable")
-          await session.post("Profiler.setSamplingInterval", { interval: 200 })
-          await session.post("Profiler.start")
+          profiler = await startProfile()
           return reply({ id: message.id, type: "ok" })
         case "profile-stop": {
-          const { profile } = await session!.post("Profiler.stop")
-          session!.disconnect()
-          session = undefined
-          let file: string | undefined
-          if (PROFILE_DIR !== undefined) {
-            mkdirSync(PROFILE_DIR, { recursive: true })
-            file = join(PROFILE_DIR, `flows-${message.label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
-            writeFileSync(file, JSON.stringify(profile))
-          }
-          return reply({ id: message.id, type: "profiled", file, summary: summarizeProfile(profile as never, SUBSYSTEMS) })
+          const { file, summary } = await profiler!.stop(PROFILE_DIR, "flows", message.label, SUBSYSTEMS)
+          profiler = undefined
+          return reply({ id: message.id, type: "profiled", file, summary })
         }
         case "stop":
           for (const stop of stops.splice(0).reverse()) await stop().catch((error) => console.error("library process stop:", error))

@@ -21,9 +21,8 @@
  * per library contender after the measured ones, writes its V8 CPU profile there (the whole process:
  * the client too) and prints where its time went.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as http from "node:http"
-import { Session } from "node:inspector/promises"
 import type { AddressInfo } from "node:net"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -44,7 +43,7 @@ import { makeLibraryCatalog } from "../test/support/LibraryCatalog.ts"
 import { hostEnvironment } from "./InboundDatabase.ts"
 import { quantile, stamp } from "./Load.ts"
 import { postgresReachable, startRun } from "./Run.ts"
-import { summarizeProfile } from "./Profile.ts"
+import { startProfile } from "./Profile.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -251,20 +250,12 @@ const sequential = async (client: Client, channelId: string, count: number): Pro
 
 const profiled = async <A>(label: string, run: () => Promise<A>): Promise<A> => {
   if (PROFILE_DIR === undefined) return run()
-  const session = new Session()
-  session.connect()
-  await session.post("Profiler.enable")
-  await session.post("Profiler.setSamplingInterval", { interval: 200 })
-  await session.post("Profiler.start")
+  const running = await startProfile()
   try {
     return await run()
   } finally {
-    const { profile } = await session.post("Profiler.stop")
-    session.disconnect()
-    mkdirSync(PROFILE_DIR, { recursive: true })
-    const file = join(PROFILE_DIR, `templates-${label.replace(/\W+/g, "-")}-${Date.now()}.cpuprofile`)
-    writeFileSync(file, JSON.stringify(profile))
-    profileSummaries.push([label, file, summarizeProfile(profile as never)])
+    const { file, summary } = await running.stop(PROFILE_DIR, "templates", label)
+    profileSummaries.push([label, file!, summary])
   }
 }
 const profileSummaries: Array<readonly [string, string, ReadonlyArray<string>]> = []
