@@ -19,24 +19,7 @@ import type {
   ContactTagsTable,
 } from "./EngagementTables.ts"
 
-export type {
-  EmailIntegrationsTable,
-  EmailMessagesTable,
-  EmailAttachmentsTable,
-  EmailInlineImagesTable,
-  ListsTable,
-  ListSubscriptionsTable,
-  MarketingOptOutsTable,
-  CampaignsTable,
-  CampaignRecipientsTable,
-  CampaignBatchesTable,
-  FlowDefinitionsTable,
-  FlowVersionsTable,
-  FlowSessionsTable,
-  CustomFieldDefinitionsTable,
-  TagsTable,
-  ContactTagsTable,
-} from "./EngagementTables.ts"
+export type * from "./EngagementTables.ts"
 
 /**
  * The tables of every area, as stored. Timestamps are fixed-width ISO 8601 UTC text, booleans are
