@@ -204,13 +204,14 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
   const complete = Effect.fnUntraced(function*(
     input: ChatappMessageInput,
     flowToken: string,
+    tokenHash: string,
     raw: Readonly<Record<string, unknown>>,
     files: ReadonlyArray<{ readonly ref: MediaReference; readonly prepared: PreparedAttachment | null }>
   ) {
     const { channel, event } = input
     const tenantId = channel.tenant_id
     const at = yield* now
-    const found = yield* store.findSessionByTokenHash(yield* sha256Hex(flowToken))
+    const found = yield* store.findSessionByTokenHash(tokenHash)
     const known = Option.isSome(found) && found.value.tenant_id === tenantId && found.value.channel_id === channel.id
     let session: FlowSessionRecord
     let definition: FlowDefinitionRecord
@@ -315,11 +316,12 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
         const reply = readFlowReply(input.event.message)
         if (reply === null) return { run: Effect.succeed("continue" as const), discard: Effect.void }
         // An answer to a session already completed changes nothing: its files are not fetched.
-        const known = yield* store.findSessionByTokenHash(yield* sha256Hex(reply.flowToken))
+        const tokenHash = yield* sha256Hex(reply.flowToken)
+        const known = yield* store.findSessionByTokenHash(tokenHash)
         const done = Option.isSome(known) && decideAnswer(known.value.status).kind === "ignore"
         const files = done ? [] : yield* fetchMedia(input, reply.answers)
         return {
-          run: complete(input, reply.flowToken, reply.answers, files),
+          run: complete(input, reply.flowToken, tokenHash, reply.answers, files),
           // Files of an answer that did not commit (a duplicate, a failure) are removed.
           discard: Effect.forEach(files, (f) => (f.prepared === null ? Effect.void : attachments.discard(f.prepared)), { discard: true })
         }
