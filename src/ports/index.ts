@@ -114,3 +114,4 @@ export {
   type TagRecord,
   type WritebackMapping
 } from "./FlowStore.ts"
+export { type SummarizeInput, Summarizer, type SummaryDraft, SummarizerError, type SummarySection } from "./Summarizer.ts"
