@@ -11,6 +11,7 @@ export default defineConfig({
     chatapp: "adapters/chatapp/index.ts",
     http: "adapters/http/GuardedHttp.ts",
     mail: "adapters/mail/index.ts",
+    summarizer: "adapters/summarizer/index.ts",
     testing: "test/conformance/index.ts"
   },
   format: ["esm"],

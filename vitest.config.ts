@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^omnichannel-core\/chatapp$/, replacement: here("./adapters/chatapp/index.ts") },
       { find: /^omnichannel-core\/http$/, replacement: here("./adapters/http/GuardedHttp.ts") },
       { find: /^omnichannel-core\/mail$/, replacement: here("./adapters/mail/index.ts") },
+      { find: /^omnichannel-core\/summarizer$/, replacement: here("./adapters/summarizer/index.ts") },
       { find: /^omnichannel-core\/testing$/, replacement: here("./test/conformance/index.ts") }
     ]
   },
