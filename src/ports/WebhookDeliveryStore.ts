@@ -87,7 +87,8 @@ export type FanOutHold = Pick<FanOutLease, "id" | "holder">
 /**
  * Webhook deliveries. Every read and write names the tenant, or carries it with each key or record,
  * except the background work that claims rows across tenants: `claim*`, `takeFanOut` and the
- * fan-out leases, whose rows then go on under the tenant they carry.
+ * fan-out leases, whose rows then go on under the tenant they carry; and `countByStatus`, the
+ * operational counts of the metrics.
  */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
   /**
@@ -141,6 +142,17 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     endpointId: string,
     filter: { readonly status?: DeliveryStatus; readonly event_type?: string; readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<WebhookDeliveryRecord>; readonly total: number }, StorageError>
+  /**
+   * For the metrics, across tenants: how many deliveries are `pending`, `retrying`, `queued` and
+   * `dead_letter`, per tenant when `byTenant` (`tenant_id` null otherwise). Pairs with none are left
+   * out. One grouped count over the status index.
+   */
+  readonly countByStatus: (
+    byTenant: boolean
+  ) => Effect.Effect<
+    ReadonlyArray<{ readonly status: "pending" | "retrying" | "queued" | "dead_letter"; readonly tenant_id: string | null; readonly count: number }>,
+    StorageError
+  >
   /** How many of the endpoint's deliveries wait as `queued` behind its suspension. */
   readonly countQueued: (tenantId: string, endpointId: string) => Effect.Effect<number, StorageError>
   /** Suspension: the endpoint's pending and retrying deliveries become `queued`. */
@@ -193,4 +205,11 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     createdAt: string,
     seqs: ReadonlyArray<number>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
+   * Retention, across tenants: deletes up to `limit` finished deliveries (`success`, `failed`,
+   * `dead_letter`) whose `completed_at` is before `before`, oldest first, and resolves to how many it
+   * deleted. Unfinished ones (`pending`, `retrying`, `queued`) are never deleted. Several pruners at
+   * once take disjoint rows (PostgreSQL skips rows another holds instead of waiting for them).
+   */
+  readonly pruneFinished: (before: string, limit: number) => Effect.Effect<number, StorageError>
 }>()("omnichannel-core/ports/WebhookDeliveryStore") {}

@@ -50,7 +50,10 @@ export interface WebhookEndpointRecord extends EndpointState {
   readonly updated_at: string | null
 }
 
-/** Webhook endpoints; every method is scoped by tenant id. */
+/**
+ * Webhook endpoints; every method is scoped by tenant id, except the re-verification claim and the
+ * metrics' count, which look across tenants.
+ */
 export class WebhookEndpointStore extends Context.Service<WebhookEndpointStore, {
   readonly insert: (endpoint: WebhookEndpointRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<WebhookEndpointRecord>, StorageError>
@@ -72,6 +75,13 @@ export class WebhookEndpointStore extends Context.Service<WebhookEndpointStore, 
     leaseUntil: string,
     limit: number
   ) => Effect.Effect<ReadonlyArray<WebhookEndpointRecord>, StorageError>
+  /**
+   * For the metrics, across tenants: how many endpoints are suspended, per tenant when `byTenant`
+   * (`tenant_id` null otherwise); tenants with none are left out.
+   */
+  readonly countSuspended: (
+    byTenant: boolean
+  ) => Effect.Effect<ReadonlyArray<{ readonly tenant_id: string | null; readonly count: number }>, StorageError>
   /** Deletes the endpoint; `false` when it does not exist in the tenant. */
   readonly delete: (tenantId: string, id: string) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/WebhookEndpointStore") {}

@@ -494,6 +494,40 @@ export const webhookDeliveryStoreSuite: Suite<DeliveryPorts, "webhookDeliveries"
         expect(await listAll(h, sibling!)).toEqual([])
       })
 
+      it("counts pending, retrying, queued and dead_letter rows across tenants, and per tenant when asked", async () => {
+        const [endpoint] = await endpointsOfNewTenant()
+        const [stranger] = await endpointsOfNewTenant()
+        const statuses = ["pending", "retrying", "queued", "dead_letter"] as const
+        const count = (byTenant: boolean) => h().run(store((s) => s.countByStatus(byTenant)))
+        const totals = async () => {
+          const rows = await count(false)
+          expect(rows.every((row) => row.tenant_id === null)).toBe(true)
+          return statuses.map((status) => rows.find((row) => row.status === status)?.count ?? 0)
+        }
+        const before = await totals()
+        await insert(h, [
+          deliveryRecord(endpoint!, { status: "pending" }),
+          deliveryRecord(endpoint!, { status: "pending" }),
+          deliveryRecord(endpoint!, { status: "retrying", attempt_number: 1, next_retry_at: at("12:00:05.000") }),
+          deliveryRecord(endpoint!, { status: "queued" }),
+          deliveryRecord(endpoint!, { status: "dead_letter", completed_at: NOW }),
+          deliveryRecord(endpoint!, { status: "success", attempt_number: 1, completed_at: NOW }),
+          deliveryRecord(endpoint!, { status: "failed", attempt_number: 1, completed_at: NOW }),
+          deliveryRecord(stranger!, { status: "queued" }),
+          deliveryRecord(stranger!, { status: "queued" })
+        ])
+        expect((await totals()).map((n, i) => n - before[i]!)).toEqual([2, 1, 3, 1])
+        const mine = (await count(true)).filter((row) => row.tenant_id === endpoint!.tenant_id || row.tenant_id === stranger!.tenant_id)
+        expect(mine.sort((a, b) => `${a.tenant_id === stranger!.tenant_id} ${a.status}`.localeCompare(`${b.tenant_id === stranger!.tenant_id} ${b.status}`)))
+          .toEqual([
+            { status: "dead_letter", tenant_id: endpoint!.tenant_id, count: 1 },
+            { status: "pending", tenant_id: endpoint!.tenant_id, count: 2 },
+            { status: "queued", tenant_id: endpoint!.tenant_id, count: 1 },
+            { status: "retrying", tenant_id: endpoint!.tenant_id, count: 1 },
+            { status: "queued", tenant_id: stranger!.tenant_id, count: 2 }
+          ])
+      })
+
       it("counts only the endpoint's queued rows", async () => {
         const [endpoint, other] = await endpointsOfNewTenant(2)
         await insert(h, [

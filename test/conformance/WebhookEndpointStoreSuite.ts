@@ -249,6 +249,24 @@ export const webhookEndpointStoreSuite: Suite<EndpointPorts, "webhookEndpoints">
       })
     })
 
+    it("counts suspended endpoints across tenants, and per tenant when asked; deactivated and active ones are not", async () => {
+      const [{ tenant: a }, { tenant: b }] = await Promise.all([h().run(seedTenant), h().run(seedTenant)])
+      const count = (byTenant: boolean) => h().run(WebhookEndpointStore.use((s) => s.countSuspended(byTenant)))
+      const total = async () => (await count(false)).reduce((sum, row) => sum + row.count, 0)
+      const before = await total()
+      await h().run(insertAll([
+        suspendedUntil(a.id, "2026-11-22T12:00:00.000Z"),
+        suspendedUntil(a.id, "2026-11-22T12:00:00.000Z"),
+        suspendedUntil(b.id, "2026-11-22T12:00:00.000Z"),
+        webhookEndpointRecord(a.id),
+        webhookEndpointRecord(b.id, { is_active: false, permanently_deactivated_at: "2026-11-22T10:00:00.000Z" })
+      ]))
+      expect(await total()).toBe(before + 3)
+      expect((await count(false)).every((row) => row.tenant_id === null)).toBe(true)
+      const mine = (await count(true)).filter((row) => row.tenant_id === a.id || row.tenant_id === b.id)
+      expect(mine.sort((x, y) => y.count - x.count)).toEqual([{ tenant_id: a.id, count: 2 }, { tenant_id: b.id, count: 1 }])
+    })
+
     describe("claimDueChecks", () => {
       // Claims are not scoped by tenant: each test keeps to the endpoints it made, and claims far more than exist.
       const claimChecks = async (mine: ReadonlyArray<WebhookEndpointRecord>, now: string, leaseUntil: string, limit = 10_000) => {

@@ -15,6 +15,7 @@ import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
 import { toPlaced } from "../OutboxRows.ts"
+import { pruneFinishedDeliveries } from "../Retention.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
@@ -206,6 +207,22 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
           const count = await base.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
           return { items: items.map(fromRow), total: Number(count.n) }
         }),
+      countByStatus: (byTenant) =>
+        query(connection, async (db): Promise<ReadonlyArray<{ status: string; tenant_id: string | null; n: unknown }>> => {
+          const counted = db.selectFrom("webhook_deliveries")
+            .where("status", "in", ["pending", "retrying", "queued", "dead_letter"])
+          if (byTenant) {
+            return counted.select((eb) => ["status", "tenant_id", eb.fn.countAll().as("n")]).groupBy(["status", "tenant_id"]).execute()
+          }
+          const rows = await counted.select((eb) => ["status", eb.fn.countAll().as("n")]).groupBy("status").execute()
+          return rows.map((row) => ({ ...row, tenant_id: null }))
+        }).pipe(Effect.map((rows) =>
+          rows.map((row) => ({
+            status: row.status as "pending" | "retrying" | "queued" | "dead_letter",
+            tenant_id: row.tenant_id,
+            count: Number(row.n)
+          }))
+        )),
       countQueued: (tenantId, endpointId) =>
         query(connection, (db) =>
           db.selectFrom("webhook_deliveries").select((eb) => eb.fn.countAll().as("n")).where("tenant_id", "=", tenantId)
@@ -298,7 +315,8 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
             const tenantOf = new Map(endpoints.map((e) => [e.id, e.tenant_id]))
             return new Set(rows.filter((row) => tenantOf.get(row.webhook_endpoint_id) === row.tenant_id)
               .map((row) => `${row.webhook_endpoint_id} ${Number(row.outbox_seq)}`))
-          }))
+          })),
+      pruneFinished: (before, limit) => query(connection, (db) => pruneFinishedDeliveries(connection, db, before, limit))
     })
   })
 )

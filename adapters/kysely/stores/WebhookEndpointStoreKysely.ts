@@ -77,6 +77,16 @@ export const webhookEndpointStoreLayer: Layer.Layer<WebhookEndpointStore, never,
             .where(amongKeys(connection.dialect, "id", due))
             .returningAll().execute()
         }).pipe(Effect.map((rows) => rows.map(fromRow))),
+      countSuspended: (byTenant) =>
+        query(connection, async (db): Promise<ReadonlyArray<{ tenant_id: string | null; n: unknown }>> => {
+          const suspended = db.selectFrom("webhook_endpoints")
+            .where("suspended_at", "is not", null).where("permanently_deactivated_at", "is", null)
+          if (byTenant) return suspended.select((eb) => ["tenant_id", eb.fn.countAll().as("n")]).groupBy("tenant_id").execute()
+          const total = await suspended.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
+          return [{ tenant_id: null, n: total.n }]
+        }).pipe(Effect.map((rows) =>
+          rows.map((row) => ({ tenant_id: row.tenant_id, count: Number(row.n) })).filter((row) => row.count > 0)
+        )),
       delete: (tenantId, id) =>
         query(connection, (db) =>
           db.deleteFrom("webhook_endpoints").where("tenant_id", "=", tenantId).where("id", "=", id)
