@@ -6,6 +6,7 @@ import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
 import { makeFileMailer, makeSmtpMailer } from "omnichannel-core/mail"
 import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { readConfig } from "./Config.ts"
+import { observabilityLayer, readObservability, writeLogLine } from "./Observability.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
 import { fileOptions, operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
@@ -22,9 +23,20 @@ const oneAtATime = (run: () => Promise<number>) => {
   }
 }
 
+/** One JSON log line for background work that failed outside the library's own logging. */
+const logJobFailure = (job: string, error: unknown) =>
+  writeLogLine({
+    time: new Date().toISOString(),
+    level: "error",
+    msg: "background job failed",
+    job,
+    cause: error instanceof Error ? error.stack ?? error.message : String(error)
+  })
+
 /** The reference host: migrate, serve `/api/v1`, run background workers, stop cleanly on SIGTERM. */
 const main = async () => {
   const config = readConfig(process.env)
+  const observability = readObservability(process.env)
   mkdirSync(config.dataDir, { recursive: true })
   const clock = config.testClock === "manual" ? makeManualClock(Date.now()) : undefined
   // The public URL defaults to the address actually bound, known once the server listens.
@@ -51,6 +63,9 @@ const main = async () => {
       clock === undefined ? undefined : () => new Date(clock.nowMillis())
     ),
     dispatch: { leaseSeconds: config.leaseSeconds },
+    // JSON log lines on stdout, one per request too; traces and logs over OTLP when OTEL_* ask for it.
+    telemetry: observabilityLayer(observability),
+    logRequests: true,
     publicUrl: () => config.publicUrl ?? boundUrl
   })
   // With the test clock, the workers' rounds and the `/_test` drains take turns: an advance then
@@ -58,21 +73,15 @@ const main = async () => {
   const drain = clock === undefined ? app.drainDueWork : oneAtATime(app.drainDueWork)
   const handler = clock === undefined ? app.handler : withTestClockRoutes(clock, () =>
     drain().catch((error: unknown) => {
-      console.error("background work failed:", error)
+      logJobFailure("drain", error)
       throw error
     }), app.handler)
   // Real time: continuous workers (delivery as a pipeline). Test clock: rounds that take turns with
   // the drains, so work happens when the clock is moved.
   const workers = clock === undefined
-    ? app.startWorkers({
-      count: config.workers,
-      idleMs: 50,
-      onError: (job, error) => console.error(`background job ${job} failed:`, error)
-    })
-    : startWorkers(config.workers, drain, {
-      idleMs: 250,
-      onError: (error) => console.error("background work failed:", error)
-    })
+    // A failed job is logged by the library as one JSON line naming the job, with its cause.
+    ? app.startWorkers({ count: config.workers, idleMs: 50 })
+    : startWorkers(config.workers, drain, { idleMs: 250, onError: (error) => logJobFailure("drain", error) })
   // Everything is closed before the process exits, when it could not listen too: ended while the
   // database's checkpoint thread is starting, the process would abort.
   const release = async () => {

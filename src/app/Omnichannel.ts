@@ -13,6 +13,7 @@ import { EventService } from "../events/EventService.ts"
 import { withOutboxSignal } from "../events/OutboxSignal.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
+import { LogRequests } from "../http/RequestTelemetry.ts"
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
 import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
@@ -256,6 +257,18 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    * Without one, every send fails with 503 and the email is stored `failed`.
    */
   readonly mailer?: Mailer["Service"]
+  /**
+   * Where this instance's spans, logs and metrics go: a layer providing a tracer, loggers and
+   * metric readers, e.g. `OtlpTracer.layer` from `effect/observability` (the reference host builds
+   * one in `examples/server/Observability.ts`). Without one, spans go nowhere, at no cost, and logs
+   * go to Effect's default logger.
+   */
+  readonly telemetry?: Layer.Layer<never>
+  /**
+   * One log line per HTTP request once answered (request id, method, route template, status,
+   * duration in ms, tenant id), through the installed loggers; default off.
+   */
+  readonly logRequests?: boolean
 }
 
 const noMultipart = MultipartReader.of({
@@ -381,9 +394,13 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
   // Workers in this process start at once on events it commits (see `withOutboxSignal`).
   const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(withOutboxSignal(options.storage), host)))
   // Clock is read from the running fiber's context, so placing it in the runtime reaches every service.
-  const runtime = ManagedRuntime.make(
-    options.clock === undefined ? layer : Layer.merge(layer, Layer.succeed(Clock.Clock, options.clock))
-  )
+  const runtime = ManagedRuntime.make(Layer.mergeAll(
+    layer,
+    options.clock === undefined ? Layer.empty : Layer.succeed(Clock.Clock, options.clock),
+    // Built beside the clock, not under it: exporters flush on real time even with a manual clock.
+    options.telemetry ?? Layer.empty,
+    options.logRequests === true ? Layer.succeed(LogRequests, true) : Layer.empty
+  ))
   try {
     const apiHandler = await runtime.runPromise(
       makeApiHandler(routes, { ...options, title: "omnichannel-core", version: VERSION })
@@ -411,7 +428,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
         const running = { stopping, idleMs: workerOptions.idleMs ?? 50 }
         const onError = (job: string, cause: Cause.Cause<unknown>) =>
           workerOptions.onError === undefined
-            ? Effect.logError(`background job ${job} failed`, cause)
+            ? Effect.logError("background job failed", cause).pipe(Effect.annotateLogs({ job }))
             : Effect.sync(() => workerOptions.onError!(job, Cause.squash(cause)))
         const fiber = runtime.runFork(Effect.flatMap(BackgroundWork, (work) =>
           Effect.forEach(

@@ -1,4 +1,5 @@
 import { Clock, Effect, Option } from "effect"
+import { observeRequest, type RequestFacts } from "../http/RequestTelemetry.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import { AttachmentService } from "./AttachmentService.ts"
 import { DownloadLinks } from "./DownloadLinks.ts"
@@ -44,7 +45,7 @@ export const makeFileDownloadHandler = Effect.gen(function*() {
   const service = yield* AttachmentService
   const links = yield* DownloadLinks
 
-  const handle = (request: Request): Effect.Effect<Response> => {
+  const handle = (request: Request, facts: RequestFacts): Effect.Effect<Response> => {
     if (request.method !== "GET" && request.method !== "HEAD") {
       return Effect.succeed(answer(405, "Method not allowed", { allow: "GET, HEAD" }))
     }
@@ -52,6 +53,7 @@ export const makeFileDownloadHandler = Effect.gen(function*() {
       const target = yield* links.verify(new URL(request.url))
       if (Option.isNone(target)) return answer(403, "This download link is invalid or has expired")
       const { tenantId, attachmentId, expiresAt } = target.value
+      facts.tenantId = tenantId
       const opened = yield* service.open(tenantId, attachmentId)
       if (Option.isNone(opened)) return answer(404, "This file no longer exists")
       const { record, stream } = opened.value
@@ -69,5 +71,9 @@ export const makeFileDownloadHandler = Effect.gen(function*() {
     )
   }
 
-  return (request: Request): Promise<Response> => Effect.runPromiseWith(context)(handle(request))
+  // The route template names the link's path without the attachment id (its query holds the signature).
+  return (request: Request): Promise<Response> =>
+    Effect.runPromiseWith(context)(
+      observeRequest(request, new URL(request.url).pathname.replace(/\/[^/]*$/, "/{attachment_id}"), (facts) => handle(request, facts))
+    )
 })

@@ -3,6 +3,7 @@ import { Effect, Result } from "effect"
 import { CHANNEL_TYPE_LABELS, type ChannelType } from "../kernel/ChannelType.ts"
 import { page, pageHeaders } from "../http/Html.ts"
 import { readLimited } from "../http/RequestBody.ts"
+import { observeRequest } from "../http/RequestTelemetry.ts"
 import { constantTimeEqual, randomToken } from "../kernel/Secret.ts"
 import type { ChannelProvider } from "../ports/ChannelProviders.ts"
 import { ConnectLinks } from "./ConnectLinks.ts"
@@ -185,5 +186,7 @@ export const makeConnectPageHandler = Effect.gen(function*() {
     )
   }
 
-  return (request: Request): Promise<Response> => Effect.runPromiseWith(context)(handle(request))
+  // The span and log line name the page by its template: the token in the path is a secret.
+  return (request: Request): Promise<Response> =>
+    Effect.runPromiseWith(context)(observeRequest(request, `${prefix}/{token}`, () => handle(request)))
 })

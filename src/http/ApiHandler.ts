@@ -7,6 +7,7 @@ import type { StorageError } from "../ports/StorageError.ts"
 import { toCodedErrorResponse, toErrorResponse } from "./ErrorResponse.ts"
 import { makeOpenApiDocument } from "./OpenApi.ts"
 import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
+import { observeRequest, type RequestFacts } from "./RequestTelemetry.ts"
 import type { Route } from "./Route.ts"
 import { toValidationIssues } from "./ValidationIssues.ts"
 
@@ -37,6 +38,11 @@ interface CompiledRoute<R> {
   readonly decodeBody: ((u: unknown) => Effect.Effect<unknown, Schema.SchemaError>) | undefined
   readonly encodeResponse: (u: unknown) => Effect.Effect<unknown, Schema.SchemaError>
 }
+
+/** A request resolved to its route, or answered without one (404, 405, the OpenAPI document). */
+type Resolved<R> =
+  | { readonly _tag: "Route"; readonly match: CompiledRoute<R>; readonly params: Record<string, string> }
+  | { readonly _tag: "Answer"; readonly route: string | undefined; readonly answer: () => Response }
 
 const compile = <R>(route: Route<R>): CompiledRoute<R> => ({
   route,
@@ -106,9 +112,10 @@ export const makeApiHandler = <R>(
         return principal
       })
 
-    const run = (request: Request, match: CompiledRoute<R>, params: Record<string, string>, url: URL) =>
+    const run = (request: Request, match: CompiledRoute<R>, params: Record<string, string>, url: URL, facts: RequestFacts) =>
       Effect.gen(function*() {
         const principal: ApiKeyPrincipal | UserPrincipal = yield* authenticate(request, match.route)
+        if (principal.kind === "api_key") facts.tenantId = principal.tenantId
         const query = match.decodeQuery === undefined ? undefined : yield* match.decodeQuery(
           Object.fromEntries(url.searchParams.entries())
         ).pipe(Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["query"]) })))
@@ -126,52 +133,72 @@ export const makeApiHandler = <R>(
         return json(status, encoded)
       })
 
-    const handle = (request: Request): Effect.Effect<Response, never, R> =>
-      Effect.gen(function*() {
-        const url = new URL(request.url)
-        if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
-          return json(404, { detail: "Not Found" })
+    // Which route a request is for, or its answer when none takes it: decided before anything runs,
+    // so the request's span is named by the route template.
+    const resolve = (request: Request, url: URL): Resolved<R> => {
+      if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
+        return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+      }
+      const sub = url.pathname.slice(basePath.length)
+      if (sub === "/openapi.json" && request.method === "GET") {
+        return {
+          _tag: "Answer",
+          route: `${basePath}/openapi.json`,
+          answer: () => new Response(openApi, { headers: { "content-type": "application/json; charset=utf-8" } })
         }
-        const sub = url.pathname.slice(basePath.length)
-        if (sub === "/openapi.json" && request.method === "GET") {
-          return new Response(openApi, { headers: { "content-type": "application/json; charset=utf-8" } })
+      }
+      const path = decodeSegments(sub)
+      if (path === undefined) return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+      const allowed: Array<string> = []
+      for (const candidate of compiled) {
+        const params = matchPath(candidate.segments, path)
+        if (params === undefined) continue
+        if (candidate.route.method !== request.method) {
+          allowed.push(candidate.route.method)
+          continue
         }
-        const path = decodeSegments(sub)
-        if (path === undefined) return json(404, { detail: "Not Found" })
-        const allowed: Array<string> = []
-        for (const candidate of compiled) {
-          const params = matchPath(candidate.segments, path)
-          if (params === undefined) continue
-          if (candidate.route.method !== request.method) {
-            allowed.push(candidate.route.method)
-            continue
+        return { _tag: "Route", match: candidate, params }
+      }
+      if (allowed.length > 0) {
+        return {
+          _tag: "Answer",
+          route: undefined,
+          answer: () => json(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") })
+        }
+      }
+      return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+    }
+
+    const serve = (request: Request, url: URL, candidate: CompiledRoute<R>, params: Record<string, string>, facts: RequestFacts) =>
+      run(request, candidate, params, url, facts).pipe(
+        Effect.catch((error: ApiError | StorageError | PayloadTooLarge | UnsupportedMediaType) => {
+          if (error instanceof PayloadTooLarge) {
+            return Effect.succeed(json(413, { detail: `Request body too large; the limit is ${error.limit} bytes` }))
           }
-          return yield* run(request, candidate, params, url).pipe(
-            Effect.catch((error: ApiError | StorageError | PayloadTooLarge | UnsupportedMediaType) => {
-              if (error instanceof PayloadTooLarge) {
-                return Effect.succeed(json(413, { detail: `Request body too large; the limit is ${error.limit} bytes` }))
-              }
-              if (error instanceof UnsupportedMediaType) {
-                return Effect.succeed(json(415, { detail: "Content-Type must be application/json" }))
-              }
-              const answer = candidate.route.errorStyle === "coded" ? toCodedErrorResponse(error) : toErrorResponse(error)
-              return Effect.succeed(json(answer.status, answer.body, answer.headers))
-            })
+          if (error instanceof UnsupportedMediaType) {
+            return Effect.succeed(json(415, { detail: "Content-Type must be application/json" }))
+          }
+          const answer = candidate.route.errorStyle === "coded" ? toCodedErrorResponse(error) : toErrorResponse(error)
+          return Effect.succeed(json(answer.status, answer.body, answer.headers))
+        })
+      )
+
+    const handle = (request: Request): Effect.Effect<Response, never, R> => {
+      const url = new URL(request.url)
+      const resolved = resolve(request, url)
+      const route = resolved._tag === "Route" ? `${basePath}${resolved.match.route.path}` : resolved.route
+      return observeRequest(request, route, (facts) =>
+        (resolved._tag === "Answer" ? Effect.sync(resolved.answer) : serve(request, url, resolved.match, resolved.params, facts)).pipe(
+          // A defect: the cause goes to the log, never to the caller.
+          Effect.catchCause((cause) =>
+            Effect.as(
+              Effect.logError("unexpected failure", Cause.pretty(cause)),
+              json(500, { detail: "Internal server error" })
+            )
           )
-        }
-        if (allowed.length > 0) return json(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") })
-        return json(404, { detail: "Not Found" })
-      })
+        ))
+    }
 
     const runWith = Effect.runPromiseWith(context)
-    return (request: Request): Promise<Response> =>
-      runWith(handle(request).pipe(
-        // A defect: the cause goes to the log, never to the caller.
-        Effect.catchCause((cause) =>
-          Effect.as(
-            Effect.logError("unexpected failure", Cause.pretty(cause)),
-            json(500, { detail: "Internal server error" })
-          )
-        )
-      ))
+    return (request: Request): Promise<Response> => runWith(handle(request))
   })

@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
 import { readLimited } from "../http/RequestBody.ts"
+import { observeRequest } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
 import { InboundService } from "./InboundService.ts"
 
@@ -91,5 +92,13 @@ export const makeInboundHandler = Effect.gen(function*() {
     )
   }
 
-  return (request: Request): Promise<Response> => Effect.runPromiseWith(context)(handle(request))
+  const routeOf = (pathname: string) =>
+    pathname.startsWith(EMAIL_WEBHOOK_PREFIX)
+      ? `${EMAIL_WEBHOOK_PREFIX}{email_integration_id}`
+      : pathname === CHATAPP_WEBHOOK_PATH
+      ? CHATAPP_WEBHOOK_PATH
+      : undefined
+
+  return (request: Request): Promise<Response> =>
+    Effect.runPromiseWith(context)(observeRequest(request, routeOf(new URL(request.url).pathname), () => handle(request)))
 })

@@ -1,0 +1,102 @@
+import { Context, Effect } from "effect"
+import { newIdNow } from "../kernel/Id.ts"
+import { parseTraceparent } from "../kernel/TraceContext.ts"
+import { WallClock } from "../kernel/WallClock.ts"
+
+/**
+ * Whether each HTTP request is logged once, when answered (`Effect.logInfo("request")` annotated with
+ * `request_id`, `method`, `route`, `status`, `duration_ms` and `tenant_id`). Off unless the host
+ * turns it on (`make({ logRequests: true })`).
+ */
+export const LogRequests = Context.Reference<boolean>("omnichannel-core/http/LogRequests", {
+  defaultValue: () => false
+})
+
+/** What a handler learns while serving a request, for its span and log line. */
+export interface RequestFacts {
+  /** The tenant the request acted in, once authenticated. */
+  tenantId: string | undefined
+}
+
+/** The header carrying a request's id, accepted from the caller or made, and echoed on the answer. */
+export const REQUEST_ID_HEADER = "x-request-id"
+
+// A caller's id is kept only when short and plain: it goes into logs and back into a header.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The caller's `X-Request-Id` when it is 1–128 letters, digits, `.`, `_`, `:` or `-`; a new UUID otherwise. */
+export const requestIdOf = (request: Request): string => {
+  const sent = request.headers.get(REQUEST_ID_HEADER)
+  return sent !== null && REQUEST_ID.test(sent) ? sent : newIdNow()
+}
+
+// A 5xx answer, carried out of the span as a failure so the span is marked as an error.
+class ServerErrorAnswer {
+  readonly message: string
+  constructor(readonly response: Response) {
+    this.message = `HTTP ${response.status}`
+  }
+}
+
+const withRequestId = (response: Response, requestId: string): Response => {
+  try {
+    response.headers.set(REQUEST_ID_HEADER, requestId)
+    return response
+  } catch {
+    // Immutable headers (a response made elsewhere): copied with the id added.
+    const headers = new Headers(response.headers)
+    headers.set(REQUEST_ID_HEADER, requestId)
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+  }
+}
+
+/**
+ * Serves `request` with `handle` inside a server span named by its method and route template
+ * (`POST /api/v1/contacts/{contact_id}`; never the raw path, which holds ids and tokens), continuing
+ * the caller's W3C `traceparent`. The span carries the status and tenant id; a 5xx marks it failed.
+ * The answer carries the request id; with `LogRequests`, one log line records the request.
+ */
+export const observeRequest = <R>(
+  request: Request,
+  route: string | undefined,
+  handle: (facts: RequestFacts) => Effect.Effect<Response, never, R>
+): Effect.Effect<Response, never, R> =>
+  Effect.gen(function*() {
+    const wall = yield* WallClock
+    const started = wall.nowMillis()
+    const requestId = requestIdOf(request)
+    const facts: RequestFacts = { tenantId: undefined }
+    const method = request.method
+    const parent = parseTraceparent(request.headers.get("traceparent"))
+    const served = Effect.gen(function*() {
+      const response = yield* handle(facts)
+      yield* Effect.annotateCurrentSpan({
+        "http.response.status_code": response.status,
+        ...(facts.tenantId === undefined ? {} : { "tenant.id": facts.tenantId })
+      })
+      if (yield* LogRequests) {
+        yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
+          request_id: requestId,
+          method,
+          route: route ?? null,
+          status: response.status,
+          duration_ms: Math.round((wall.nowMillis() - started) * 10) / 10,
+          tenant_id: facts.tenantId ?? null
+        }))
+      }
+      return response.status >= 500 ? yield* Effect.fail(new ServerErrorAnswer(response)) : response
+    })
+    const response = yield* served.pipe(
+      Effect.withSpan(route === undefined ? method : `${method} ${route}`, {
+        kind: "server",
+        ...(parent === undefined ? {} : { parent }),
+        attributes: {
+          "http.request.method": method,
+          ...(route === undefined ? {} : { "http.route": route }),
+          "request.id": requestId
+        }
+      }),
+      Effect.catch((answer: ServerErrorAnswer) => Effect.succeed(answer.response))
+    )
+    return withRequestId(response, requestId)
+  })
