@@ -11,6 +11,8 @@ import { hostBackends } from "../support/HostBackends.ts"
 const TOKEN = "EAAGadopttokenabcdefghijklmnopqrstuvwxyz"
 const PHONE_NUMBER_ID = "106540352250001"
 const WABA_ID = "102290129350001"
+/** A business account of its own: no browse ever read its library, so no copy of it is kept. */
+const FRESH_WABA_ID = "102290129350009"
 
 const feedback = (language: string, body: string, id: string) => ({
   name: "delivery_feedback_1",
@@ -84,12 +86,21 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
   let channelId: string
   /** Another number of the same business account: the operator's templates are the account's. */
   let siblingId: string
+  /** A number of `FRESH_WABA_ID`. */
+  let freshId: string
+  /** A number of the business account, disconnected: not usable to read the library or adopt. */
+  let goneId: string
 
   beforeAll(async () => {
     chatapp = await startChatappHost(backend, { accessToken: TOKEN, graph: { library: LIBRARY } })
     ;({ env, graph, tenant, other } = chatapp)
-    ;[{ channel_id: channelId }, { channel_id: siblingId }] =
-      await Promise.all([chatapp.channel(PHONE_NUMBER_ID, WABA_ID), chatapp.channel("106540352250002", WABA_ID)])
+    ;[{ channel_id: channelId }, { channel_id: siblingId }, { channel_id: freshId }, { channel_id: goneId }] = await Promise.all([
+      chatapp.channel(PHONE_NUMBER_ID, WABA_ID),
+      chatapp.channel("106540352250002", WABA_ID),
+      chatapp.channel("106540352250009", FRESH_WABA_ID),
+      chatapp.channel("106540352250003", WABA_ID)
+    ])
+    expect((await chatapp.api("POST", `/channels/${goneId}/disconnect`)).status).toBe(200)
   })
   afterAll(() => chatapp?.close())
 
@@ -129,6 +140,13 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       // The operator takes the button inputs as a JSON-encoded string.
       expect(typeof created!.json.library_template_button_inputs).toBe("string")
       expect(JSON.parse(created!.json.library_template_button_inputs)).toEqual(ORDER_INPUTS)
+
+      // The entry looked up by name and language, then the creation: no re-sync of the account's templates to confirm.
+      expect(graph.requests().slice(from).map((r) => `${r.method} ${r.path}`)).toEqual([
+        "GET /message_template_library",
+        `POST /${WABA_ID}/message_templates`
+      ])
+      expect(graph.requests()[from]!.query).toMatchObject({ name: "order_confirmation_1", language: "en_US" })
 
       const stored = await api("GET", `/chatapp-templates/${adopted.body.id}`)
       expect(stored.body).toMatchObject({ channel_id: channelId, status: "approved", template_id: adopted.body.template_id, library_template_name: "order_confirmation_1" })
@@ -245,7 +263,20 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
         fbtrace_id: "ATraceAdopt2",
         error: "Invalid template: The template's category does not match its content"
       })
-      // Neither failure kept the name: the next try creates it.
+      // A transient failure (the operator's code 2, then a bare 503) is worth retrying; refused credentials are not.
+      for (const answer of [graphError(500, { code: 2, message: "Service temporarily unavailable", is_transient: true, fbtrace_id: "ATraceAdopt3" }), { status: 503, body: "Service Unavailable" }]) {
+        graph.script("POST", "/{waba}/message_templates", answer)
+        const down = await adopt({ library_template_name: "delivery_feedback_1", language: "es_ES" })
+        expect(down.status, JSON.stringify(down.body)).toBe(503)
+        expect(down.body).toMatchObject({ success: false, id: null, already_existed: false, error_is_retryable: true })
+        expect(down.body.error.length).toBeGreaterThan(0)
+      }
+      graph.script("POST", "/{waba}/message_templates", graphError(401, { code: 190, message: "Invalid OAuth access token", fbtrace_id: "ATraceAdopt4" }))
+      const revoked = await adopt({ library_template_name: "delivery_feedback_1", language: "es_ES" })
+      expect(revoked.status).toBe(502)
+      expect(revoked.body).toMatchObject({ success: false, error_code: 190, error_is_retryable: false, fbtrace_id: "ATraceAdopt4" })
+
+      // None of the failures kept the name: the next try creates it.
       const retried = await adopt({ library_template_name: "delivery_feedback_1", language: "es_ES" })
       expect(retried.status).toBe(201)
       expect(retried.body).toMatchObject({ success: true, status: "approved", language: "es_ES" })
@@ -266,8 +297,8 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       expect(creations(from)).toEqual([])
     })
 
-    it("falls back on the snapshot when reading the entry back is rate-limited", async () => {
-      // The client browsed earlier (another query), so the entry it shows is its snapshot.
+    it("checks a snapshot against a kept copy of the entry when reading it back is rate-limited", async () => {
+      // The client browsed earlier (another query), so a copy of the entry is kept; the snapshot is what it shows.
       const shown = await api("GET", `/chatapp-templates/library?channel_id=${channelId}&search=login`)
       const entry = (shown.body.items as Array<any>).find((item) => item.name === "login_code_1")
       expect(entry).toBeDefined()
@@ -281,13 +312,58 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       expect(library[0]!.query).toMatchObject({ name: "login_code_1", language: "en_US" })
       expect(creations(from)[0]!.json).toMatchObject({ name: "login_code_1", category: "AUTHENTICATION", library_template_name: "login_code_1" })
       expect(creations(from)[0]!.json.components).toBeUndefined()
-
     })
 
-    it("never stores as approved wording the operator was not asked for (an edited snapshot while the lookup is rate-limited)", async () => {
-      // The client browsed Spanish entries (cached), then edits the body and adopts while the operator rate-limits.
+    it("takes the snapshot as the entry when reading it back is rate-limited and no copy of the account holds it", async () => {
+      // The client's snapshot, as a browse through another business account showed the entry.
+      const entry = (await api("GET", `/chatapp-templates/library?channel_id=${channelId}&name=support_contact_1&language=en_US`)).body.items[0]
+      expect(entry).toMatchObject({ name: "support_contact_1", requires_input: true })
+      const inputs = [
+        { type: "URL", url: { base_url: "https://acme.com/help/{{1}}", url_suffix_example: "https://acme.com/help/returns" } },
+        { type: "PHONE_NUMBER", phone_number: "+442079460000" }
+      ]
+      const limited = graphError(400, { code: 80007, message: "(#80007) Rate limit hit", fbtrace_id: "ATraceLookup" })
+      graph.script("GET", "/message_template_library", limited, limited)
+      const from = mark()
+      // Without a snapshot there is nothing to fall back on: the lookup's rate limit is the answer.
+      const refused = await adopt({ channel_id: freshId, library_template_name: "support_contact_1", button_inputs: inputs })
+      expect(refused.status, JSON.stringify(refused.body)).toBe(429)
+      expect(refused.body).toMatchObject({ success: false, error_code: 80007, error_is_retryable: true, fbtrace_id: "ATraceLookup" })
+      expect(creations(from)).toEqual([])
+
+      const adopted = await adopt({ channel_id: freshId, library_template_name: "support_contact_1", button_inputs: inputs, snapshot: snapshotOf(entry) })
+      expect(adopted.status, JSON.stringify(adopted.body)).toBe(201)
+      expect(adopted.body).toMatchObject({ success: true, status: "approved", name: "support_contact_1", category: "UTILITY" })
+      const lookups = graph.requests().slice(from).filter((r) => r.path === "/message_template_library")
+      expect(lookups.map((r) => r.query)).toMatchObject([{ name: "support_contact_1", language: "en_US" }, { name: "support_contact_1", language: "en_US" }])
+      // Created through the library call on the fresh account, with the caller's destinations.
+      const created = graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${FRESH_WABA_ID}/message_templates`) as Array<any>
+      expect(created).toHaveLength(1)
+      expect(created[0].json).toMatchObject({ name: "support_contact_1", library_template_name: "support_contact_1" })
+      expect(created[0].json.components).toBeUndefined()
+      expect(JSON.parse(created[0].json.library_template_button_inputs)).toEqual(inputs)
+      // The stored wording is the snapshot's, with the destinations given.
+      const stored = (await api("GET", `/chatapp-templates/${adopted.body.id}`)).body
+      expect(stored).toMatchObject({ channel_id: freshId, status: "approved", library_template_name: "support_contact_1" })
+      expect(stored.components).toEqual([
+        { type: "HEADER", format: "TEXT", text: SUPPORT.header },
+        { type: "BODY", text: SUPPORT.body, example: { body_text: [SUPPORT.body_params] } },
+        { type: "FOOTER", text: SUPPORT.footer },
+        {
+          type: "BUTTONS",
+          buttons: [
+            { type: "URL", text: "Help centre", url: "https://acme.com/help/{{1}}", example: ["https://acme.com/help/returns"] },
+            { type: "PHONE_NUMBER", text: "Call us", phone_number: "+442079460000" }
+          ]
+        }
+      ])
+    })
+
+    it("submits an edited snapshot for review when the lookup is rate-limited but a kept copy shows the change", async () => {
+      // The client browsed Spanish entries (kept), then edits the body and adopts while the operator rate-limits.
       const entry = (await api("GET", `/chatapp-templates/library?channel_id=${channelId}&language=es_ES`)).body.items
         .find((item: any) => item.name === "order_confirmation_1")
+      expect(entry).toBeDefined()
       const from = mark()
       graph.script("GET", "/message_template_library", graphError(400, { code: 4 }))
       const edited = "¡Hola, {{1}}! Tu pedido {{2}} ya está confirmado."
@@ -298,18 +374,53 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
         button_inputs: ORDER_INPUTS,
         snapshot: { ...snapshotOf(entry), body: edited }
       })
-      expect([201, 429]).toContain(adopted.status)
-      if (adopted.status === 429) return
-      const asked = creations(from)[0]!.json
+      expect(adopted.status, JSON.stringify(adopted.body)).toBe(201)
+      expect(adopted.body).toMatchObject({ success: true, name: "pedido_editado", language: "es_ES", status: "pending" })
+      // Never the library's call for wording the library does not hold: an ordinary template with the edited body.
+      const [asked, ...more] = creations(from)
+      expect(more).toEqual([])
+      expect(asked!.json.library_template_name).toBeUndefined()
+      expect(asked!.json.components.find((c: any) => c.type === "BODY").text).toBe(edited)
       const stored = (await api("GET", `/chatapp-templates/${adopted.body.id}`)).body
-      const storedBody = stored.components.find((c: any) => c.type === "BODY").text
-      if (asked.library_template_name !== undefined) {
-        // Created from the library: the operator holds the library's wording, so must the service.
-        expect(storedBody, "stored body of a library adoption").toBe(entry.body)
-      } else {
-        expect(asked.components.find((c: any) => c.type === "BODY").text).toBe(edited)
-        expect(stored.status).toBe("pending")
+      expect(stored).toMatchObject({ status: "pending", library_template_name: null })
+      expect(stored.components.find((c: any) => c.type === "BODY").text).toBe(edited)
+    })
+
+    it("submits a name the library lacks as an ordinary template when a snapshot gives its wording", async () => {
+      const from = mark()
+      const snapshot = {
+        header: "Opening hours",
+        body: "Hi {{1}}, we open at {{2}} tomorrow.",
+        footer: "Acme stores",
+        body_params: ["Maria", "9 am"]
       }
+      const adopted = await adopt({ library_template_name: "store_hours_notice", snapshot })
+      expect(adopted.status, JSON.stringify(adopted.body)).toBe(201)
+      expect(adopted.body).toMatchObject({ success: true, name: "store_hours_notice", language: "en_US", status: "pending", category: "UTILITY" })
+      const [asked, ...more] = creations(from)
+      expect(more).toEqual([])
+      expect(asked!.json).toEqual({
+        name: "store_hours_notice",
+        language: "en_US",
+        category: "UTILITY",
+        components: [
+          { type: "HEADER", format: "TEXT", text: "Opening hours" },
+          { type: "BODY", text: "Hi {{1}}, we open at {{2}} tomorrow.", example: { body_text: [["Maria", "9 am"]] } },
+          { type: "FOOTER", text: "Acme stores" }
+        ]
+      })
+      expect((await api("GET", `/chatapp-templates/${adopted.body.id}`)).body).toMatchObject({ status: "pending", library_template_name: null })
+    })
+
+    it("refuses a disconnected chat-app channel with 400: the browse plainly, the adopt with success false", async () => {
+      const from = mark()
+      const browsed = await api("GET", `/chatapp-templates/library?channel_id=${goneId}`)
+      expect(browsed.status).toBe(400)
+      expect(browsed.body.detail).toMatch(/not a usable chat-app channel/)
+      const adopted = await adopt({ channel_id: goneId, library_template_name: "delivery_feedback_1" })
+      expect(adopted.status).toBe(400)
+      expect(adopted.body).toMatchObject({ success: false, id: null, error_is_retryable: false, error: expect.stringMatching(/not a usable chat-app channel/) })
+      expect(graph.requests().slice(from)).toEqual([])
     })
 
     it("takes as snapshot the entry exactly as the browse returned it", async () => {
@@ -320,7 +431,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       expect(adopted.body).toMatchObject({ success: true, name: "feedback_as_shown", status: "approved" })
     })
 
-    it("lets a key with messages:create adopt, and refuses one with channels:read alone", async () => {
+    it("lets a key with messages:create adopt, and refuses one with channels:read alone; browse and sending limit need channels:read", async () => {
       const [writer, reader] = await Promise.all([
         admin(env, "api-key", "create", "--tenant", tenant.id, "--scopes", "messages:create"),
         admin(env, "api-key", "create", "--tenant", tenant.id, "--scopes", "channels:read")
@@ -331,8 +442,13 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       const allowed = await adopt({ library_template_name: "delivery_feedback_1", name: "feedback by agent" }, { key: writer.api_key })
       expect(allowed.status, JSON.stringify(allowed.body)).toBe(201)
       expect(allowed.body).toMatchObject({ name: "feedback_by_agent", status: "approved" })
-      // channels:read browses the library.
+      // channels:read browses the library and reads the sending limit; messages:create alone does neither.
       expect((await api("GET", `/chatapp-templates/library?channel_id=${channelId}`, undefined, { key: reader.api_key })).status).toBe(200)
+      expect((await api("GET", `/chatapp/channels/${channelId}/sending-limit`, undefined, { key: reader.api_key })).status).toBe(200)
+      expect((await api("GET", `/chatapp-templates/library?channel_id=${channelId}`, undefined, { key: writer.api_key })).status).toBe(403)
+      const limit = await api("GET", `/chatapp/channels/${channelId}/sending-limit`, undefined, { key: writer.api_key })
+      expect(limit.status).toBe(403)
+      expect(limit.body.detail).toMatch(/channels:read/)
     })
 
     it("creates one template when five identical adopts arrive at once", async () => {
