@@ -31,7 +31,8 @@ const STORE_OWNERS = {
   EmailStore: "email",
   ListStore: "lists",
   CampaignStore: "campaigns",
-  FlowStore: "flows"
+  FlowStore: "flows",
+  TeamChatStore: "team-chat"
 }
 
 /** @type {import("dependency-cruiser").IConfiguration} */

@@ -20,6 +20,15 @@ import type {
 } from "./EngagementTables.ts"
 
 export type * from "./EngagementTables.ts"
+import type {
+  TeamChatChannelsTable,
+  TeamChatChannelTenantsTable,
+  TeamChatMembersTable,
+  TeamChatMessagesTable,
+  TeamChatMessageAttachmentsTable
+} from "./TeamChatTables.ts"
+
+export type * from "./TeamChatTables.ts"
 
 /**
  * The tables of every area, as stored. Timestamps are fixed-width ISO 8601 UTC text, booleans are
@@ -64,6 +73,11 @@ export interface Database {
   custom_field_definitions: CustomFieldDefinitionsTable
   tags: TagsTable
   contact_tags: ContactTagsTable
+  team_chat_channels: TeamChatChannelsTable
+  team_chat_channel_tenants: TeamChatChannelTenantsTable
+  team_chat_members: TeamChatMembersTable
+  team_chat_messages: TeamChatMessagesTable
+  team_chat_message_attachments: TeamChatMessageAttachmentsTable
 }
 
 export type { Flag } from "./Flag.ts"
@@ -116,6 +130,8 @@ export interface ApiKeysTable {
   expires_at: string | null
   revoked_at: string | null
   created_at: string
+  /** The user a bound key acts as; null when unbound (see migration 0015). */
+  user_id: string | null
 }
 
 export interface ContactsTable {
@@ -261,7 +277,10 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "custom_fields_tenant_key_unique", table: "custom_field_definitions", columns: ["tenant_id", "key"] },
   { name: "tags_tenant_name_unique", table: "tags", columns: ["tenant_id", "name"] },
   // A primary key: PostgreSQL names its constraint so, SQLite lists the columns.
-  { name: "contact_tags_pkey", table: "contact_tags", columns: ["tenant_id", "contact_id", "tag_id"] }
+  { name: "contact_tags_pkey", table: "contact_tags", columns: ["tenant_id", "contact_id", "tag_id"] },
+  // A null dm_key (a channel) never collides; SQLite lists the columns.
+  { name: "team_chat_channels_tenant_dm_unique", table: "team_chat_channels", columns: ["tenant_id", "dm_key"] },
+  { name: "team_chat_message_attachments_attachment_unique", table: "team_chat_message_attachments", columns: ["attachment_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */

@@ -34,6 +34,7 @@ import { listStoreLayer } from "./stores/ListStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { sendingLimitStoreLayer } from "./stores/SendingLimitStoreKysely.ts"
+import { teamChatStoreLayer } from "./stores/TeamChatStoreKysely.ts"
 import { templateStoreLayer } from "./stores/TemplateStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
 import { webhookDeliveryStoreLayer } from "./stores/WebhookDeliveryStoreKysely.ts"
@@ -94,7 +95,8 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     emailStoreLayer,
     listStoreLayer,
     campaignStoreLayer,
-    flowStoreLayer
+    flowStoreLayer,
+    teamChatStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }
 

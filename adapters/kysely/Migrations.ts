@@ -14,6 +14,7 @@ import * as Email from "./migrations/2026_11_26_0010_email.ts"
 import * as Lists from "./migrations/2026_11_26_0011_lists.ts"
 import * as Campaigns from "./migrations/2026_11_26_0012_campaigns.ts"
 import * as Flows from "./migrations/2026_11_26_0013_flows.ts"
+import * as TeamChat from "./migrations/2026_11_26_0015_team_chat.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -34,7 +35,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0010_email", Email.up],
   ["2026_11_26_0011_lists", Lists.up],
   ["2026_11_26_0012_campaigns", Campaigns.up],
-  ["2026_11_26_0013_flows", Flows.up]
+  ["2026_11_26_0013_flows", Flows.up],
+  ["2026_11_26_0015_team_chat", TeamChat.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.

@@ -8,7 +8,7 @@ import { storageFor } from "./Storage.ts"
 /** `admin <command…> [--flag value …]`: the operator CLI of HOST.md. Prints one JSON object. */
 const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   bootstrap [--email E] [--tenant-name N]
-  api-key create --tenant ID --scopes a,b,c [--expires-in-seconds N] [--parent] [--name N]
+  api-key create --tenant ID --scopes a,b,c [--expires-in-seconds N] [--parent] [--name N] [--user ID]
   api-key revoke --id ID
   user create --email E
   billing-account create --user ID [--name N]
@@ -62,7 +62,8 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
           scopes: required(flags, "scopes").split(",").map((s) => s.trim()).filter((s) => s !== ""),
           parent: flags.parent === true,
           name: text(flags, "name"),
-          expiresInSeconds: seconds === undefined ? undefined : Number(seconds)
+          expiresInSeconds: seconds === undefined ? undefined : Number(seconds),
+          userId: text(flags, "user")
         })
         return key
       }

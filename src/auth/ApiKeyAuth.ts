@@ -74,7 +74,8 @@ export class ApiKeyAuth extends Context.Service<ApiKeyAuth, {
             keyId: key.id,
             tenantId,
             homeTenantId: key.tenant_id,
-            scopes: new Set(key.scopes.filter(isScope))
+            scopes: new Set(key.scopes.filter(isScope)),
+            userId: key.user_id
           }
         }),
         authenticateUser: Effect.fn("ApiKeyAuth.authenticateUser")(function*(bearer) {

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { Conflict, type Forbidden, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { EMAIL_PATTERN, normalizeEmail } from "../kernel/Email.ts"
-import { newId } from "../kernel/Id.ts"
+import { isUuid, newId } from "../kernel/Id.ts"
 import { ALL_SCOPES, isScope, type Scope } from "../kernel/Scope.ts"
 import { issueCredential, randomToken } from "../kernel/Secret.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
@@ -23,6 +23,8 @@ export interface IssuedApiKey {
   readonly scopes: ReadonlyArray<Scope>
   readonly is_parent: boolean
   readonly expires_at: string | null
+  /** The user the key acts as (team chat); null when unbound. */
+  readonly user_id: string | null
 }
 
 /** A new user; `user_token` is the only time the raw token is ever shown. */
@@ -67,13 +69,17 @@ export class Operator extends Context.Service<Operator, {
     userId: string,
     name?: string
   ) => Effect.Effect<{ readonly billing_account_id: string }, OperatorError>
-  /** Issues a key in `tenantId`; `parent` keys may act in the billing account's other tenants. */
+  /**
+   * Issues a key in `tenantId`; `parent` keys may act in the billing account's other tenants; a key
+   * bound to `userId` (an existing user) acts as that user where the caller is a person (team chat).
+   */
   readonly createApiKey: (input: {
     readonly tenantId: string
     readonly scopes: ReadonlyArray<string>
     readonly parent?: boolean
     readonly name?: string
     readonly expiresInSeconds?: number
+    readonly userId?: string | undefined
   }) => Effect.Effect<IssuedApiKey, OperatorError>
   /** Turns SMS on or off for a tenant (connect links may offer `sms` only when on). */
   readonly setSmsEnabled: (
@@ -151,6 +157,7 @@ export class Operator extends Context.Service<Operator, {
         readonly parent?: boolean
         readonly name?: string
         readonly expiresInSeconds?: number
+        readonly userId?: string | undefined
       }) {
         const unknown = input.scopes.filter((s) => !isScope(s))
         if (unknown.length > 0) {
@@ -167,6 +174,10 @@ export class Operator extends Context.Service<Operator, {
         if (Option.isNone(yield* tenants.get(input.tenantId))) {
           return yield* new NotFound({ message: `Tenant ${input.tenantId} not found` })
         }
+        const userId = input.userId?.trim().toLowerCase()
+        if (userId !== undefined && (!isUuid(userId) || Option.isNone(yield* accounts.getUser(userId)))) {
+          return yield* new NotFound({ message: `User ${input.userId} not found` })
+        }
         const credential = yield* issueCredential(API_KEY_KIND)
         const createdAt = yield* now
         const scopes = [...new Set(input.scopes)].filter(isScope)
@@ -179,6 +190,7 @@ export class Operator extends Context.Service<Operator, {
           prefix: credential.prefix,
           scopes,
           is_parent: input.parent ?? false,
+          user_id: userId ?? null,
           expires_at: seconds === undefined ? null : addSeconds(createdAt, seconds),
           revoked_at: null,
           created_at: createdAt
@@ -190,7 +202,8 @@ export class Operator extends Context.Service<Operator, {
           tenant_id: key.tenant_id,
           scopes,
           is_parent: key.is_parent,
-          expires_at: key.expires_at
+          expires_at: key.expires_at,
+          user_id: key.user_id
         }
       })
 

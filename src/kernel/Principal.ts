@@ -9,6 +9,8 @@ export interface ApiKeyPrincipal {
   /** The tenant the key was issued in. */
   readonly homeTenantId: string
   readonly scopes: ReadonlySet<Scope>
+  /** The user a bound key acts as (`api-key create --user`); null when the key is bound to nobody. */
+  readonly userId: string | null
 }
 
 /** A user authenticated by a user token (tenant creation). */

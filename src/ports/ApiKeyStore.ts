@@ -12,6 +12,8 @@ export interface ApiKeyRecord {
   readonly scopes: ReadonlyArray<string>
   /** A parent key may act in every tenant of its tenant's billing account through `X-Tenant-ID`. */
   readonly is_parent: boolean
+  /** The user the key acts as where the caller is a person (team chat); null when unbound. */
+  readonly user_id: string | null
   readonly expires_at: string | null
   readonly revoked_at: string | null
   readonly created_at: string

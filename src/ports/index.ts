@@ -115,3 +115,12 @@ export {
   type WritebackMapping
 } from "./FlowStore.ts"
 export { type SummarizeInput, Summarizer, type SummaryDraft, SummarizerError, type SummarySection } from "./Summarizer.ts"
+export {
+  type TeamChatChannelRecord,
+  type TeamChatChannelWithMembers,
+  type TeamChatKind,
+  type TeamChatMemberRecord,
+  type TeamChatMessageRecord,
+  TeamChatStore,
+  type TenantUser
+} from "./TeamChatStore.ts"

@@ -38,6 +38,15 @@ export const apiKeyStoreSuite: Suite<ApiKeyStore | TenantStore | AccountStore, "
       expect(Option.getOrUndefined(await h().run(ApiKeyStore.use((s) => s.findByLookup(key.lookup))))).toEqual(key)
     })
 
+    it("stores a key bound to a user and reads the binding back", async () => {
+      const { tenant, user } = await h().run(seedTenant)
+      const key = apiKeyRecord(tenant.id, { user_id: user.id })
+      await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      expect(await h().stored.apiKey(key.lookup)).toEqual(key)
+      expect(Option.getOrUndefined(await h().run(ApiKeyStore.use((s) => s.findByLookup(key.lookup))))?.user_id).toBe(user.id)
+    })
+
     it("finds no key for an unknown lookup", async () => {
       expect(Option.isNone(await h().run(ApiKeyStore.use((s) => s.findByLookup("key-that-was-never-issued")))))
         .toBe(true)

@@ -27,6 +27,7 @@ import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../.
 import type { MessageRecord } from "../../src/ports/MessageStore.ts"
 import type { SendingLimitRecord } from "../../src/ports/SendingLimitStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
+import type { TeamChatChannelRecord, TeamChatMessageRecord } from "../../src/ports/TeamChatStore.ts"
 import type { TemplateRecord } from "../../src/ports/TemplateStore.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
@@ -38,6 +39,36 @@ const id = (): string => globalThis.crypto.randomUUID()
 
 // A fixed instant, as stored: fixed-width ISO 8601 UTC with milliseconds.
 const AT = "2026-11-22T10:15:30.123Z"
+
+/** A team chat channel of `tenantId` (not shared, no guests) made by a new user id. */
+export const teamChatChannelRecord = (tenantId: string, overrides: Partial<TeamChatChannelRecord> = {}): TeamChatChannelRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  kind: "channel",
+  name: "général — 山田 🚀 \"quoted\"",
+  shared_with_tenant_ids: [],
+  has_external_guests: false,
+  dm_key: null,
+  created_by: id(),
+  created_at: AT,
+  ...overrides
+})
+
+/** A top-level message of `channel` by its creator, in the channel's tenant, without files. */
+export const teamChatMessageRecord = (
+  channel: TeamChatChannelRecord,
+  overrides: Partial<TeamChatMessageRecord> = {}
+): TeamChatMessageRecord => ({
+  id: id(),
+  tenant_id: channel.tenant_id,
+  channel_id: channel.id,
+  author_user_id: channel.created_by,
+  text: "Hallo 👋 — see the file",
+  parent_message_id: null,
+  attachment_ids: [],
+  created_at: AT,
+  ...overrides
+})
 
 /** A user with a unique email and token lookup. */
 export const userRecord = (overrides: Partial<UserRecord> = {}): UserRecord => {
@@ -99,6 +130,7 @@ export const apiKeyRecord = (tenantId: string, overrides: Partial<ApiKeyRecord> 
     prefix: "omk_live_ab12",
     scopes: ["contacts:read"],
     is_parent: false,
+    user_id: null,
     expires_at: null,
     revoked_at: null,
     created_at: AT,

@@ -52,7 +52,9 @@ const LISTS: ReadonlySet<StoredTable> = new Set<StoredTable>([
   "flowVersions",
   "flowSessions",
   "customFields",
-  "tags"
+  "tags",
+  "teamChatChannels",
+  "teamChatMessages"
 ])
 
 /** The adapter's readers of `tables`, lists sorted by id; a missing reader fails the suite, naming it. */

@@ -9,6 +9,7 @@ import type { CustomFieldRecord, FlowScreen, FlowSessionRecord, WritebackMapping
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
 import type { ListFilters, ListType, OptinMethod, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageDirection, MessageError, MessageStatus, MessageStatusReport } from "../../src/ports/MessageStore.ts"
+import type { TeamChatKind } from "../../src/ports/TeamChatStore.ts"
 import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { RetryStrategy } from "../../src/ports/WebhookEndpointStore.ts"
 import type { StoredRows } from "./StorageAdapter.ts"
@@ -38,6 +39,7 @@ const deliveryStatus = oneOf<DeliveryStatus>("delivery status", ["pending", "suc
 const inboundSource = oneOf<InboundSource>("inbound source", ["chatapp", "email"])
 const inboundStatus = oneOf<InboundPayloadStatus>("inbound payload status", ["pending", "processed", "failed"])
 const conversationStatus = oneOf("conversation status", ["open", "closed"])
+const teamChatKind = oneOf<TeamChatKind>("team chat kind", ["channel", "dm"])
 const conversationKind = oneOf("conversation kind", ["chat", "email"])
 const integrationStatus = oneOf("email integration status", ["active", "disabled"])
 const emailStatus = oneOf<EmailMessageStatus>("email status", ["received", "pending", "sent", "failed"])
@@ -370,5 +372,31 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
   contactTags: async (tenantId) => {
     const rows = await db.selectFrom("contact_tags").selectAll().where("tenant_id", "=", tenantId).execute()
     return rows.sort(byKeys((r) => r.contact_id, (r) => r.tag_id))
+  },
+  teamChatChannels: async (tenantId) => {
+    const rows = await db.selectFrom("team_chat_channels").selectAll().where("tenant_id", "=", tenantId).execute()
+    const seen = rows.length === 0 ? [] : await db.selectFrom("team_chat_channel_tenants").selectAll()
+      .where("channel_id", "in", rows.map((row) => row.id)).execute()
+    return rows.map((row) => ({
+      ...row,
+      kind: teamChatKind(row.kind),
+      has_external_guests: flag(row.has_external_guests),
+      shared_with_tenant_ids: seen.filter((s) => s.channel_id === row.id && s.tenant_id !== row.tenant_id)
+        .map((s) => s.tenant_id).sort()
+    }))
+  },
+  teamChatMembers: async (tenantId) => {
+    const rows = await db.selectFrom("team_chat_members").selectAll().where("tenant_id", "=", tenantId).execute()
+    return rows.sort(byKeys((r) => r.channel_id, (r) => r.user_id))
+  },
+  teamChatMessages: async (tenantId) => {
+    const rows = await db.selectFrom("team_chat_messages").selectAll().where("tenant_id", "=", tenantId).execute()
+    const files = rows.length === 0 ? [] : await db.selectFrom("team_chat_message_attachments").selectAll()
+      .where("message_id", "in", rows.map((row) => row.id)).execute()
+    return rows.map(({ seq: _seq, ...row }: typeof rows[number] & { readonly seq?: unknown }) => ({
+      ...row,
+      attachment_ids: files.filter((f) => f.message_id === row.id).sort((a, b) => Number(a.position) - Number(b.position))
+        .map((f) => f.attachment_id)
+    }))
   }
 })

@@ -14,6 +14,7 @@ import type { InboundPayloadRecord, InboundSource } from "../../src/ports/Inboun
 import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
+import type { TeamChatChannelRecord, TeamChatMemberRecord, TeamChatMessageRecord } from "../../src/ports/TeamChatStore.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
 import type { FanOutLease, WebhookDeliveryRecord } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
@@ -109,6 +110,12 @@ export interface StoredRows {
   readonly tags: (tenantId: string) => Promise<ReadonlyArray<TagRecord>>
   /** Every tag on the tenant's contacts, by contact id and then tag id. */
   readonly contactTags: (tenantId: string) => Promise<ReadonlyArray<StoredContactTag>>
+  /** Every team chat channel and direct message made in the tenant, in any order. */
+  readonly teamChatChannels: (tenantId: string) => Promise<ReadonlyArray<TeamChatChannelRecord>>
+  /** Every team chat member admitted through the tenant, by channel id and then user id. */
+  readonly teamChatMembers: (tenantId: string) => Promise<ReadonlyArray<TeamChatMemberRecord>>
+  /** Every team chat message written in the tenant, with its files in order, in any order. */
+  readonly teamChatMessages: (tenantId: string) => Promise<ReadonlyArray<TeamChatMessageRecord>>
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

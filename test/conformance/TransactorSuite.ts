@@ -15,6 +15,7 @@ import { ListStore } from "../../src/ports/ListStore.ts"
 import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
+import { TeamChatStore } from "../../src/ports/TeamChatStore.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
@@ -47,6 +48,8 @@ import {
   seedTenant,
   subscriptionRecord,
   tagRecord,
+  teamChatChannelRecord,
+  teamChatMessageRecord,
   tenantRecord,
   userRecord,
   webhookEndpointRecord
@@ -89,6 +92,7 @@ const rowsOfEveryPort = () => {
   const flowDefinition = flowDefinitionRecord(tenant.id, { channel_id: channel.id, alerts: { ENDPOINT_ERROR_RATE: "ACTIVATED" } })
   const flowVersion = flowVersionRecord(flowDefinition, 1)
   const tag = tagRecord(tenant.id)
+  const teamChatChannel = teamChatChannelRecord(tenant.id)
   const statusReport: MessageStatusReport = {
     tenant_id: tenant.id,
     channel_id: channel.id,
@@ -137,7 +141,10 @@ const rowsOfEveryPort = () => {
     }),
     customField: customFieldRecord(tenant.id),
     tag,
-    contactTag: { tenant_id: tenant.id, contact_id: contact.id, tag_id: tag.id, tagged_at: "2026-11-22T10:17:00.000Z" }
+    contactTag: { tenant_id: tenant.id, contact_id: contact.id, tag_id: tag.id, tagged_at: "2026-11-22T10:17:00.000Z" },
+    teamChatChannel,
+    teamChatMember: { channel_id: teamChatChannel.id, user_id: user.id, tenant_id: tenant.id, joined_at: teamChatChannel.created_at },
+    teamChatMessage: teamChatMessageRecord(teamChatChannel, { author_user_id: user.id, attachment_ids: [globalThis.crypto.randomUUID()] })
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -185,6 +192,9 @@ const insertEvery = (rows: Rows) =>
         s.insertTag(rows.tag),
         s.tagContact(rows.tenant.id, rows.contactTag.contact_id, rows.contactTag.tag_id, rows.contactTag.tagged_at)
       ], { discard: true })
+    )
+    yield* TeamChatStore.use((s) =>
+      Effect.andThen(s.insertChannel(rows.teamChatChannel, [rows.teamChatMember]), s.insertMessage(rows.teamChatMessage))
     )
   })
 
@@ -307,7 +317,10 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   flowSessions: await h().stored.flowSessions(rows.tenant.id),
   customFields: await h().stored.customFields(rows.tenant.id),
   tags: await h().stored.tags(rows.tenant.id),
-  contactTags: await h().stored.contactTags(rows.tenant.id)
+  contactTags: await h().stored.contactTags(rows.tenant.id),
+  teamChatChannels: await h().stored.teamChatChannels(rows.tenant.id),
+  teamChatMembers: await h().stored.teamChatMembers(rows.tenant.id),
+  teamChatMessages: await h().stored.teamChatMessages(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -343,7 +356,10 @@ const asStored = (rows: Rows) => ({
   flowSessions: [rows.flowSession],
   customFields: [rows.customField],
   tags: [rows.tag],
-  contactTags: [rows.contactTag]
+  contactTags: [rows.contactTag],
+  teamChatChannels: [rows.teamChatChannel],
+  teamChatMembers: [rows.teamChatMember],
+  teamChatMessages: [rows.teamChatMessage]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -383,7 +399,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "flowSessions",
     "customFields",
     "tags",
-    "contactTags"
+    "contactTags",
+    "teamChatChannels",
+    "teamChatMembers",
+    "teamChatMessages"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -444,7 +463,10 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         flowSessions: [],
         customFields: [],
         tags: [],
-        contactTags: []
+        contactTags: [],
+        teamChatChannels: [],
+        teamChatMembers: [],
+        teamChatMessages: []
       })
     })
 

@@ -29,6 +29,7 @@ import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
 import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
+import { teamChatStoreSuite } from "./TeamChatStoreSuite.ts"
 import { templateStoreSuite } from "./TemplateStoreSuite.ts"
 import { tenantIsolationSuite } from "./TenantIsolationSuite.ts"
 import { tenantStoreSuite } from "./TenantStoreSuite.ts"
@@ -66,6 +67,7 @@ export {
   messageStoreSuite,
   outboxStoreSuite,
   sendingLimitStoreSuite,
+  teamChatStoreSuite,
   templateStoreSuite,
   tenantIsolationSuite,
   tenantStoreSuite,
@@ -96,6 +98,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   listStoreSuite,
   campaignStoreSuite,
   flowStoreSuite,
+  teamChatStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,
