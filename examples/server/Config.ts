@@ -22,6 +22,10 @@ export interface HostConfig {
   readonly chatappVerifyToken: string | undefined
   /** `OMNI_SMTP_URL`: where outbound email goes; unset: `.eml` files under `<dataDir>/mail/outbound`. */
   readonly smtpUrl: string | undefined
+  /** `OMNI_METRICS=1`: `GET /metrics` serves Prometheus metrics (unauthenticated); off by default. */
+  readonly metrics: boolean
+  /** `OMNI_METRICS_TENANT_LABELS=1`: metrics carry tenant (and endpoint) ids; off by default (cardinality). */
+  readonly metricsTenantLabels: boolean
 }
 
 const httpUrl = (name: string, raw: string | undefined): string | undefined => {
@@ -61,6 +65,12 @@ const smtpUrl = (raw: string | undefined): string | undefined => {
   return raw
 }
 
+const flag = (name: string, raw: string | undefined): boolean => {
+  if (raw === undefined || raw === "" || raw === "0") return false
+  if (raw === "1") return true
+  throw new Error(`${name} must be 1 or 0 (or unset), got ${JSON.stringify(raw)}`)
+}
+
 /** Reads and checks the configuration; throws with a message naming the bad variable. */
 export const readConfig = (env: Readonly<Record<string, string | undefined>>): HostConfig => {
   const dataDir = env.OMNI_DATA_DIR || "./data"
@@ -81,6 +91,8 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     chatappGraphUrl: httpUrl("OMNI_CHATAPP_GRAPH_URL", env.OMNI_CHATAPP_GRAPH_URL),
     chatappAppSecret: env.OMNI_CHATAPP_APP_SECRET || undefined,
     chatappVerifyToken: env.OMNI_CHATAPP_VERIFY_TOKEN || undefined,
-    smtpUrl: smtpUrl(env.OMNI_SMTP_URL)
+    smtpUrl: smtpUrl(env.OMNI_SMTP_URL),
+    metrics: flag("OMNI_METRICS", env.OMNI_METRICS),
+    metricsTenantLabels: flag("OMNI_METRICS_TENANT_LABELS", env.OMNI_METRICS_TENANT_LABELS)
   }
 }

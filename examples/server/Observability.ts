@@ -1,6 +1,6 @@
 import { Cause, ConfigProvider, Context, Layer, Logger, References, Tracer } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 
 /**
  * The host's telemetry: JSON log lines on stdout always; traces and logs over OTLP/HTTP when
@@ -17,6 +17,10 @@ export interface ObservabilitySettings {
   readonly traces: boolean
   /** Whether log records are exported over OTLP too (besides stdout). */
   readonly logs: boolean
+  /** Whether metrics are pushed over OTLP (an endpoint is set, and `OTEL_METRICS_EXPORTER` is not `none`). */
+  readonly metrics: boolean
+  /** `OTEL_METRIC_EXPORT_INTERVAL`: milliseconds between metric pushes (Effect's default, 10 s, when unset). */
+  readonly metricsIntervalMs: number
   /** `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the OpenTelemetry default) or `http/json`. */
   readonly protocol: "http/protobuf" | "http/json"
   /** The environment Effect's OTLP modules read, with this host's defaults filled in. */
@@ -32,7 +36,7 @@ export const readObservability = (env: Readonly<Record<string, string | undefine
   const values: Record<string, string> = {}
   for (const [name, value] of Object.entries(env)) if (value !== undefined) values[name] = value
   const disabled = (env.OTEL_SDK_DISABLED ?? "").trim().toLowerCase() === "true"
-  const wants = (signal: "TRACES" | "LOGS") => {
+  const wants = (signal: "TRACES" | "LOGS" | "METRICS") => {
     const exporters = (env[`OTEL_${signal}_EXPORTER`] ?? "otlp").split(",").map((e) => e.trim().toLowerCase())
     return !disabled && exporters.includes("otlp") &&
       (set(env.OTEL_EXPORTER_OTLP_ENDPOINT) || set(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]))
@@ -44,10 +48,22 @@ export const readObservability = (env: Readonly<Record<string, string | undefine
   // The OpenTelemetry default exporter is otlp; Effect's modules want it said.
   values.OTEL_TRACES_EXPORTER = env.OTEL_TRACES_EXPORTER ?? "otlp"
   values.OTEL_LOGS_EXPORTER = env.OTEL_LOGS_EXPORTER ?? "otlp"
+  values.OTEL_METRICS_EXPORTER = env.OTEL_METRICS_EXPORTER ?? "otlp"
+  const interval = (env.OTEL_METRIC_EXPORT_INTERVAL ?? "").trim()
+  if (interval !== "" && !/^[1-9]\d{0,8}$/.test(interval)) {
+    throw new Error(`OTEL_METRIC_EXPORT_INTERVAL must be a positive whole number of milliseconds, got ${JSON.stringify(interval)}`)
+  }
   if (!set(env.OTEL_SERVICE_NAME) && !/(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? "")) {
     values.OTEL_SERVICE_NAME = DEFAULT_SERVICE_NAME
   }
-  return { traces: wants("TRACES"), logs: wants("LOGS"), protocol, env: values }
+  return {
+    traces: wants("TRACES"),
+    logs: wants("LOGS"),
+    metrics: wants("METRICS"),
+    metricsIntervalMs: interval === "" ? 10_000 : Number(interval),
+    protocol,
+    env: values
+  }
 }
 
 // A log line's field: plain values as they are, anything else as text.
@@ -104,6 +120,52 @@ export const observabilityLayer = (settings: ObservabilitySettings): Layer.Layer
   const logging = settings.logs
     ? OtlpLogger.layerFromConfig().pipe(Layer.provide(exporterNeeds), Layer.provide(stdout))
     : stdout
-  // Metrics (Prometheus text at GET /metrics with OMNI_METRICS=1, OTLP metrics when exporting) join here.
-  return Layer.mergeAll(tracing, logging)
+  // Metrics are pushed from the process's metric registry, which every runtime of it shares; the
+  // queue gauges are read from storage before each push (`refreshGaugesWhileExporting`).
+  const metrics = settings.metrics ? OtlpMetrics.layerFromConfig().pipe(Layer.provide(exporterNeeds)) : Layer.empty
+  return Layer.mergeAll(tracing, logging, metrics)
 }
+
+/**
+ * Reads the queue gauges from storage every export interval while metrics are pushed over OTLP (a
+ * scrape of `GET /metrics` reads them itself), so a push is at most one interval behind the store;
+ * the returned function stops it. A failed read is logged and tried again at the next interval.
+ */
+export const refreshGaugesWhileExporting = (
+  settings: ObservabilitySettings,
+  refresh: () => Promise<void>
+): (() => void) => {
+  if (!settings.metrics) return () => undefined
+  const timer = setInterval(() => {
+    refresh().catch((error: unknown) =>
+      writeLogLine({
+        time: new Date().toISOString(),
+        level: "warn",
+        msg: "metrics: queue gauges not read",
+        cause: error instanceof Error ? error.message : String(error)
+      }))
+  }, Math.max(1_000, settings.metricsIntervalMs))
+  timer.unref()
+  return () => clearInterval(timer)
+}
+
+/**
+ * `handler` with `GET /metrics` answered from `metrics` in the Prometheus text format, outside
+ * `/api/v1` and without authentication, when the host serves metrics (`OMNI_METRICS=1`); otherwise
+ * `/metrics` is left to `handler`, which answers 404 as for any unknown path.
+ */
+export const withMetricsRoute = (
+  metrics: (() => Promise<string>) | undefined,
+  handler: (request: Request) => Promise<Response>
+): ((request: Request) => Promise<Response>) =>
+  metrics === undefined ? handler : async (request) => {
+    if (new URL(request.url).pathname !== "/metrics") return handler(request)
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } })
+    }
+    const text = await metrics()
+    return new Response(request.method === "HEAD" ? null : text, {
+      status: 200,
+      headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" }
+    })
+  }

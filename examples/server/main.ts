@@ -6,7 +6,13 @@ import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
 import { makeFileMailer, makeSmtpMailer } from "omnichannel-core/mail"
 import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { readConfig } from "./Config.ts"
-import { observabilityLayer, readObservability, writeLogLine } from "./Observability.ts"
+import {
+  observabilityLayer,
+  readObservability,
+  refreshGaugesWhileExporting,
+  withMetricsRoute,
+  writeLogLine
+} from "./Observability.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
 import { fileOptions, operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
@@ -66,6 +72,7 @@ const main = async () => {
     // JSON log lines on stdout, one per request too; traces and logs over OTLP when OTEL_* ask for it.
     telemetry: observabilityLayer(observability),
     logRequests: true,
+    metricsTenantLabels: config.metricsTenantLabels,
     publicUrl: () => config.publicUrl ?? boundUrl
   })
   // With the test clock, the workers' rounds and the `/_test` drains take turns: an advance then
@@ -76,6 +83,9 @@ const main = async () => {
       logJobFailure("drain", error)
       throw error
     }), app.handler)
+  // GET /metrics (outside /api/v1, no auth) only with OMNI_METRICS=1: a 404 like any unknown path otherwise.
+  const served = withMetricsRoute(config.metrics ? app.metrics : undefined, handler)
+  const stopGaugeRefresh = refreshGaugesWhileExporting(observability, app.refreshGauges)
   // Real time: continuous workers (delivery as a pipeline). Test clock: rounds that take turns with
   // the drains, so work happens when the clock is moved.
   const workers = clock === undefined
@@ -85,12 +95,13 @@ const main = async () => {
   // Everything is closed before the process exits, when it could not listen too: ended while the
   // database's checkpoint thread is starting, the process would abort.
   const release = async () => {
+    stopGaugeRefresh()
     await workers.stop()
     await app.dispose()
     await outbound.close()
     await smtp?.close()
   }
-  const server = await serve(handler, { port: config.port, host: config.host }).catch(async (error: unknown) => {
+  const server = await serve(served, { port: config.port, host: config.host }).catch(async (error: unknown) => {
     await release()
     throw error
   })

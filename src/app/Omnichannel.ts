@@ -63,6 +63,8 @@ import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
 import { Mailer, MailerError } from "../ports/Mailer.ts"
+import { MetricsSettings, registerMetrics } from "../kernel/Metrics.ts"
+import { countingOperatorErrors, makeGaugeRefresh, prometheusText } from "./OperationsMetrics.ts"
 
 /**
  * What the host configures: channel providers, where connect links point, outbound HTTP, notices,
@@ -269,6 +271,11 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    * duration in ms, tenant id), through the installed loggers; default off.
    */
   readonly logRequests?: boolean
+  /**
+   * Labels metrics with the tenant's id (and delivery attempts with the endpoint's id); default off,
+   * since every tenant then adds series to every scrape (the reference host's `OMNI_METRICS_TENANT_LABELS=1`).
+   */
+  readonly metricsTenantLabels?: boolean
 }
 
 const noMultipart = MultipartReader.of({
@@ -356,6 +363,13 @@ export interface Omnichannel {
    * `drainDueWork` instead, so it happens when the clock is moved.
    */
   readonly startWorkers: (options?: WorkerOptions) => Workers
+  /**
+   * The process's metrics in the Prometheus text format, the queue gauges (deliveries by state,
+   * suspended endpoints) read from storage first: what a host serves at `GET /metrics`.
+   */
+  readonly metrics: () => Promise<string>
+  /** Reads the queue gauges from storage again, for a metrics exporter that pushes (OTLP). */
+  readonly refreshGauges: () => Promise<void>
   /** Releases everything the storage layer acquired (closes a database it opened). */
   readonly dispose: () => Promise<void>
 }
@@ -374,7 +388,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     Layer.succeed(Notifier, options.notifier ?? logNotifier),
     Layer.succeed(HmacSigner, options.signer ?? webCryptoSigner),
     Layer.succeed(DispatchSettings, { ...DispatchSettings.defaultValue(), ...options.dispatch }),
-    Layer.succeed(ChatPlatform, options.chatPlatform ?? noChatPlatform),
+    // Every operator call goes through this port: failures are counted here, by operation and kind.
+    Layer.succeed(ChatPlatform, countingOperatorErrors(options.chatPlatform ?? noChatPlatform)),
     Layer.succeed(
       ChatappWebhookSettings,
       ChatappWebhookSettings.of(options.chatappWebhook ?? { appSecret: random(), verifyToken: random() })
@@ -399,7 +414,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     options.clock === undefined ? Layer.empty : Layer.succeed(Clock.Clock, options.clock),
     // Built beside the clock, not under it: exporters flush on real time even with a manual clock.
     options.telemetry ?? Layer.empty,
-    options.logRequests === true ? Layer.succeed(LogRequests, true) : Layer.empty
+    options.logRequests === true ? Layer.succeed(LogRequests, true) : Layer.empty,
+    Layer.succeed(MetricsSettings, { tenantLabels: options.metricsTenantLabels === true })
   ))
   try {
     const apiHandler = await runtime.runPromise(
@@ -408,6 +424,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     const connectPageHandler = await runtime.runPromise(makeConnectPageHandler)
     const inboundHandler = await runtime.runPromise(makeInboundHandler)
     const fileHandler = await runtime.runPromise(makeFileDownloadHandler)
+    await runtime.runPromise(registerMetrics)
+    const refreshGauges = await runtime.runPromise(makeGaugeRefresh)
     const below = (pathname: string, path: string) => pathname === path || pathname.startsWith(`${path}/`)
     return {
       handler: (request) => {
@@ -443,6 +461,13 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
           }
         }
       },
+      metrics: () =>
+        runtime.runPromise(Effect.andThen(
+          // A scrape while the database is away still answers, with the gauges as last read.
+          Effect.catchTag(refreshGauges, "StorageError", (error) => Effect.logWarning("metrics: queue gauges not read", error)),
+          prometheusText
+        )),
+      refreshGauges: () => runtime.runPromise(refreshGauges),
       dispose: () => runtime.dispose()
     }
   } catch (error) {

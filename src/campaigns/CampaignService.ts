@@ -12,6 +12,7 @@ import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
 import { type CampaignRecord, CampaignStore, type RecipientState } from "../ports/CampaignStore.ts"
+import { countingRecipientWrites } from "./RecipientMetrics.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import {
   type Campaign,
@@ -68,7 +69,8 @@ export class CampaignService extends Context.Service<CampaignService, {
   static readonly layer = Layer.effect(
     CampaignService,
     Effect.gen(function*() {
-      const store = yield* CampaignStore
+      // Recipient writes are counted by state for the metrics.
+      const store = countingRecipientWrites(yield* CampaignStore)
       const transactor = yield* Transactor
       const channels = yield* ChannelService
       const limits = yield* SendingLimitService

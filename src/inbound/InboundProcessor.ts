@@ -14,6 +14,7 @@ import {
   RetryLater
 } from "../kernel/ChatappEvents.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
+import { countInboundProcessed } from "../kernel/Metrics.ts"
 import { InboundSignal } from "../kernel/WorkSignal.ts"
 import { newId } from "../kernel/Id.ts"
 import { StorageError } from "../kernel/StorageError.ts"
@@ -246,7 +247,10 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
           : { retry: `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`, notes: "" }
         const nowMs = yield* Clock.currentTimeMillis
         const outcome = outcomeOf(claim.payload.attempts, nowMs, tried.retry, tried.notes)
-        yield* store.finish(claim.payload.id, claim.holder, cleanNote(outcome), fromMillis(nowMs))
+        // Counted once recorded: a try whose lease another worker took is that worker's to count.
+        if (yield* store.finish(claim.payload.id, claim.holder, cleanNote(outcome), fromMillis(nowMs))) {
+          yield* countInboundProcessed(claim.payload.source, outcome.status)
+        }
       })
 
     const runDue: Effect.Effect<number, StorageError> = Effect.gen(function*() {

@@ -2,6 +2,7 @@ import { Effect, Option } from "effect"
 import { readLimited } from "../http/RequestBody.ts"
 import { observeRequest } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
+import { countInboundReceived } from "../kernel/Metrics.ts"
 import { InboundService } from "./InboundService.ts"
 
 /** Largest received email the inbound route takes: 20 MB of files grow by a third in base64, plus bodies. */
@@ -63,6 +64,7 @@ export const makeInboundHandler = Effect.gen(function*() {
     const url = new URL(request.url)
     if (url.pathname.startsWith(EMAIL_WEBHOOK_PREFIX)) {
       return receiveEmail(request, decodeURIComponent(url.pathname.slice(EMAIL_WEBHOOK_PREFIX.length)))
+        .pipe(Effect.tap(countInboundReceived("email")))
     }
     if (url.pathname !== CHATAPP_WEBHOOK_PATH) return Effect.succeed(json(404, { detail: "Not Found" }))
     if (request.method === "GET") {
@@ -88,7 +90,8 @@ export const makeInboundHandler = Effect.gen(function*() {
         BadRequest: (error) => Effect.succeed(json(400, { detail: error.message })),
         // The operator retries what was not answered 2xx: a brief storage failure loses nothing.
         StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" }))
-      })
+      }),
+      Effect.tap(countInboundReceived("chatapp"))
     )
   }
 

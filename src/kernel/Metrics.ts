@@ -187,13 +187,13 @@ const RECEIVED_OUTCOMES = ["accepted", "rejected", "invalid", "too_large", "unav
 const PROCESSED_OUTCOMES = ["processed", "retry", "failed"] as const
 const INBOUND_SOURCES: ReadonlyArray<InboundSourceLabel> = ["chatapp", "email"]
 
-/** The receipt outcome an inbound route's answer tells; none for what was no payload (405, 404, 415). */
+/** The receipt outcome an inbound route's answer tells; none for what was no payload (a 404 or 405). */
 const receivedOutcomeOf = (status: number): typeof RECEIVED_OUTCOMES[number] | undefined =>
   status === 200
     ? "accepted"
     : status === 401
     ? "rejected"
-    : status === 400
+    : status === 400 || status === 415
     ? "invalid"
     : status === 413
     ? "too_large"

@@ -1,5 +1,6 @@
 import { Cause, Clock, Effect, Exit, Option, Queue } from "effect"
 import { envelopeJson } from "../../kernel/EventEnvelope.ts"
+import { makeAttemptObserver } from "../../kernel/Metrics.ts"
 import { WallClock } from "../../kernel/WallClock.ts"
 import { HmacSigner } from "../../ports/HmacSigner.ts"
 import { type OutboundError, OutboundHttp, type OutboundResponse } from "../../ports/OutboundHttp.ts"
@@ -51,11 +52,13 @@ export const makeDeliveryPump = Effect.gen(function*() {
     Effect.gen(function*() {
       const clock = yield* Clock.Clock
       const wall = yield* WallClock
+      const observe = yield* makeAttemptObserver
       const pump: PumpState = { ended: false, pumping: false, failure: undefined, wake: undefined, abandons: new Set() }
 
       // A request in flight came to `outcome` (none if it was never answered nor failed).
       const settle = (leased: Leased, outcome: Outcome | undefined) => {
         run.inFlight -= 1
+        if (outcome !== undefined) observe(leased.delivery, outcome)
         Queue.offerUnsafe(finished, [leased.delivery, outcome, leased.batch])
         next()
       }
