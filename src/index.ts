@@ -20,6 +20,7 @@ export * as Email from "./email/index.ts"
 export * as Lists from "./lists/index.ts"
 export * as Campaigns from "./campaigns/index.ts"
 export * as Flows from "./flows/index.ts"
+export * as Retention from "./retention/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
 export type { BackgroundJob, Running } from "./kernel/BackgroundWork.ts"
 export type { Bootstrapped, CreatedEmailIntegration, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"

@@ -15,6 +15,7 @@ import * as Lists from "./migrations/2026_11_26_0011_lists.ts"
 import * as Campaigns from "./migrations/2026_11_26_0012_campaigns.ts"
 import * as Flows from "./migrations/2026_11_26_0013_flows.ts"
 import * as TeamChat from "./migrations/2026_11_26_0015_team_chat.ts"
+import * as RetentionIndexes from "./migrations/2026_11_26_0017_retention_indexes.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -36,7 +37,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0011_lists", Lists.up],
   ["2026_11_26_0012_campaigns", Campaigns.up],
   ["2026_11_26_0013_flows", Flows.up],
-  ["2026_11_26_0015_team_chat", TeamChat.up]
+  ["2026_11_26_0015_team_chat", TeamChat.up],
+  ["2026_11_26_0017_retention_indexes", RetentionIndexes.up]
 ]
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.

@@ -26,6 +26,8 @@ export interface HostConfig {
   readonly metrics: boolean
   /** `OMNI_METRICS_TENANT_LABELS=1`: metrics carry tenant (and endpoint) ids; off by default (cardinality). */
   readonly metricsTenantLabels: boolean
+  /** `OMNI_RETENTION_DAYS`: days finished deliveries, their events and raw inbound payloads are kept; default 30. */
+  readonly retentionDays: number
 }
 
 const httpUrl = (name: string, raw: string | undefined): string | undefined => {
@@ -93,6 +95,7 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     chatappVerifyToken: env.OMNI_CHATAPP_VERIFY_TOKEN || undefined,
     smtpUrl: smtpUrl(env.OMNI_SMTP_URL),
     metrics: flag("OMNI_METRICS", env.OMNI_METRICS),
-    metricsTenantLabels: flag("OMNI_METRICS_TENANT_LABELS", env.OMNI_METRICS_TENANT_LABELS)
+    metricsTenantLabels: flag("OMNI_METRICS_TENANT_LABELS", env.OMNI_METRICS_TENANT_LABELS),
+    retentionDays: integer("OMNI_RETENTION_DAYS", env.OMNI_RETENTION_DAYS, 30, 1, 36_500)
   }
 }

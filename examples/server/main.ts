@@ -69,6 +69,7 @@ const main = async () => {
       clock === undefined ? undefined : () => new Date(clock.nowMillis())
     ),
     dispatch: { leaseSeconds: config.leaseSeconds },
+    retentionDays: config.retentionDays,
     // JSON log lines on stdout, one per request too; traces and logs over OTLP when OTEL_* ask for it.
     telemetry: observabilityLayer(observability),
     logRequests: true,

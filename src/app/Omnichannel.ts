@@ -63,6 +63,10 @@ import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
 import { Mailer, MailerError } from "../ports/Mailer.ts"
+import { InboundRetentionService } from "../inbound/InboundRetentionService.ts"
+import { checkRetentionDays, RetentionSettings } from "../retention/Retention.ts"
+import { makeRetentionJob } from "../retention/RetentionJob.ts"
+import { WebhookRetentionService } from "../webhooks/WebhookRetentionService.ts"
 import { MetricsSettings, registerMetrics } from "../kernel/Metrics.ts"
 import { countingOperatorErrors, makeGaugeRefresh, prometheusText } from "./OperationsMetrics.ts"
 
@@ -161,9 +165,10 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
         const dispatcher = yield* WebhookDispatcher
         const inbound = yield* makeInboundJob(yield* InboundSettingsService)
         const campaigns = yield* CampaignService
-        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound, campaigns.job] })
+        const retention = yield* makeRetentionJob
+        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound, campaigns.job, retention] })
       })
-    )
+    ).pipe(Layer.provide(Layer.mergeAll(WebhookRetentionService.layer, InboundRetentionService.layer)))
   ).pipe(
     Layer.provideMerge(Layer.effect(
       EmailHandlers,
@@ -259,6 +264,13 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    * Without one, every send fails with 503 and the email is stored `failed`.
    */
   readonly mailer?: Mailer["Service"]
+  /**
+   * Days finished webhook deliveries, their outbox events and raw inbound payloads are kept after
+   * they finished, then deleted in small batches by the background job `retention`; default 30.
+   * A whole number from 1 to 36500: anything else makes `make` throw. Customer data (contacts,
+   * conversations, messages, attachments) is never deleted by it.
+   */
+  readonly retentionDays?: number
   /**
    * Where this instance's spans, logs and metrics go: a layer providing a tracer, loggers and
    * metric readers, e.g. `OtlpTracer.layer` from `effect/observability` (the reference host builds
@@ -376,6 +388,7 @@ export interface Omnichannel {
 
 /** Starts the library over the given storage: builds the services and the HTTP handler. */
 export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichannel> => {
+  const retentionDays = options.retentionDays === undefined ? undefined : checkRetentionDays("retentionDays", options.retentionDays)
   const publicUrl = options.publicUrl ?? "http://localhost"
   const publicUrlOf = typeof publicUrl === "string" ? () => publicUrl : publicUrl
   const connectPath = `/${(options.connectPath ?? "/connect").replace(/^\/+|\/+$/g, "")}`
@@ -404,7 +417,8 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       path: filesPath,
       ...(options.downloads?.ttlSeconds === undefined ? {} : { ttlSeconds: options.downloads.ttlSeconds })
     })),
-    Layer.succeed(InboundSettingsService, { ...DEFAULT_INBOUND_SETTINGS, ...options.inbound })
+    Layer.succeed(InboundSettingsService, { ...DEFAULT_INBOUND_SETTINGS, ...options.inbound }),
+    Layer.succeed(RetentionSettings, { ...RetentionSettings.defaultValue(), ...(retentionDays === undefined ? {} : { days: retentionDays }) })
   )
   // Workers in this process start at once on events it commits (see `withOutboxSignal`).
   const layer = servicesLayer.pipe(Layer.provideMerge(Layer.merge(withOutboxSignal(options.storage), host)))

@@ -74,4 +74,11 @@ export class InboundStore extends Context.Service<InboundStore, {
   readonly markHandled: (source: InboundSource, key: string, at: string) => Effect.Effect<boolean, StorageError>
   /** Whether `key` of `source` was handled already (a look before costly work such as a media download). */
   readonly wasHandled: (source: InboundSource, key: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * Retention, a named maintenance step across payloads like `claim`: deletes up to `limit` payloads
+   * `processed` or `failed` before `before` (by `processed_at`), oldest first, and resolves to how many
+   * it deleted. Pending payloads and leased ones are never deleted; the keys of handled items stay.
+   * Several pruners at once take disjoint rows (PostgreSQL skips rows another holds).
+   */
+  readonly pruneFinished: (before: string, limit: number) => Effect.Effect<number, StorageError>
 }>()("omnichannel-core/ports/InboundStore") {}

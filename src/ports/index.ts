@@ -3,7 +3,7 @@ export { AccountStore, type BillingAccountRecord, type UserRecord } from "./Acco
 export { type ApiKeyRecord, ApiKeyStore } from "./ApiKeyStore.ts"
 export { type ContactRecord, ContactStore } from "./ContactStore.ts"
 export { OutboxNotices, type OutboxNoticesService } from "./OutboxNotices.ts"
-export { OutboxStore } from "./OutboxStore.ts"
+export { type OutboxPruneCursor, OutboxStore } from "./OutboxStore.ts"
 export { StorageError } from "./StorageError.ts"
 export type { StoragePorts } from "./StoragePorts.ts"
 export { type TenantRecord, TenantStore } from "./TenantStore.ts"

@@ -27,6 +27,7 @@ import { libraryCacheStoreSuite } from "./LibraryCacheStoreSuite.ts"
 import { listStoreSuite } from "./ListStoreSuite.ts"
 import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
+import { retentionSuite } from "./RetentionSuite.ts"
 import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
 import { teamChatStoreSuite } from "./TeamChatStoreSuite.ts"
@@ -66,6 +67,7 @@ export {
   listStoreSuite,
   messageStoreSuite,
   outboxStoreSuite,
+  retentionSuite,
   sendingLimitStoreSuite,
   teamChatStoreSuite,
   templateStoreSuite,
@@ -104,7 +106,9 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   transactorSuite,
   concurrencySuite,
   uniqueViolationSuite,
-  webhookDeliveryStoreSuite
+  webhookDeliveryStoreSuite,
+  // Last: it deletes across tenants (only rows older than any other suite makes).
+  retentionSuite
 ]
 
 /**

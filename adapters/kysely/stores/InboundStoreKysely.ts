@@ -9,6 +9,7 @@ import {
 } from "../../../src/ports/InboundStore.ts"
 import { amongKeys, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { InboundPayloadsTable } from "../Database.ts"
+import { pruneFinishedPayloads } from "../Retention.ts"
 
 // `seq` (PostgreSQL) and `ord` (a claim's insertion order) are storage details, not part of the record.
 const fromRow = (
@@ -81,7 +82,8 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
         query(connection, (db) =>
           db.selectFrom("inbound_handled").select("key").where("source", "=", source).where("key", "=", key)
             .executeTakeFirst())
-          .pipe(Effect.map((row) => row !== undefined))
+          .pipe(Effect.map((row) => row !== undefined)),
+      pruneFinished: (before, limit) => query(connection, (db) => pruneFinishedPayloads(connection, db, before, limit))
     })
   })
 )

@@ -5,6 +5,7 @@ import { KyselyConnection, query } from "../Connection.ts"
 import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
 import { toEvent, toPlaced } from "../OutboxRows.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
+import { pruneFannedOutEvents } from "../Retention.ts"
 
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
@@ -39,7 +40,8 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
         seqs.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
           db.selectFrom("outbox_events").select(["seq", "id", "tenant_id", "type", "event_id", "created_at", "data"])
             .where("seq", "in", [...seqs]).orderBy("seq").execute())
-          .pipe(Effect.map((rows) => rows.map(toPlaced)))
+          .pipe(Effect.map((rows) => rows.map(toPlaced))),
+      pruneFannedOut: (input) => query(connection, (db) => pruneFannedOutEvents(connection, db, input))
     })
   })
 )

@@ -1,0 +1,121 @@
+import { Clock, Deferred, Effect } from "effect"
+import { InboundRetentionService } from "../inbound/InboundRetentionService.ts"
+import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import type { Timestamp } from "../kernel/Timestamp.ts"
+import { type OutboxPruneCursor, OutboxStore } from "../ports/OutboxStore.ts"
+import { WebhookRetentionService } from "../webhooks/WebhookRetentionService.ts"
+import { cutoffOf, RetentionSettings } from "./Retention.ts"
+
+/** One pass of the prune: what is left to do under one cut-off, and what it deleted so far. */
+interface Pass {
+  readonly cutoff: Timestamp
+  /** Finished deliveries go first, so an event whose last delivery goes in this pass goes too. */
+  deliveriesDone: boolean
+  eventsDone: boolean
+  payloadsDone: boolean
+  /** Where the outbox's keyset walk goes on. */
+  cursor: OutboxPruneCursor | null
+  deliveries: number
+  events: number
+  payloads: number
+}
+
+const newPass = (cutoff: Timestamp): Pass => ({
+  cutoff,
+  deliveriesDone: false,
+  eventsDone: false,
+  payloadsDone: false,
+  cursor: null,
+  deliveries: 0,
+  events: 0,
+  payloads: 0
+})
+
+/**
+ * The background job `retention`: deletes finished deliveries, then the outbox events none refers
+ * to any more, and handled or failed raw inbound payloads, once they finished `days` days before
+ * the Clock's now. Customer data (contacts, conversations, messages, attachments, email) and
+ * unfinished work are never touched. Each round deletes at most one batch of each kind, in its own
+ * short statement; `runDue` (the test clock's drain) runs rounds back to back, a worker rests
+ * `pauseMs` between them and `pollEveryMs` once a pass is over. A pass ends with one log line of
+ * counts when it deleted anything; the next starts only once the cut-off has moved, so a drain with
+ * the clock standing still costs nothing.
+ */
+export const makeRetentionJob = Effect.gen(function*() {
+  const settings = yield* RetentionSettings
+  const webhooks = yield* WebhookRetentionService
+  const inbound = yield* InboundRetentionService
+  const outbox = yield* OutboxStore
+  const limit = settings.batchSize
+
+  let pass: Pass | undefined
+  /** The cut-off of the last pass that ended: nothing it could delete is left. */
+  let lastCutoff: Timestamp | undefined
+  /** Several workers of one process share the job; one round runs at a time. */
+  let busy = false
+
+  const report = (done: Pass) =>
+    done.deliveries + done.events + done.payloads === 0 ? Effect.void : Effect.logInfo(
+      `retention: deleted ${done.deliveries} finished deliveries, ${done.events} outbox events and ` +
+        `${done.payloads} inbound payloads that finished before ${done.cutoff} (kept ${settings.days} days)`
+    ).pipe(Effect.annotateLogs({
+      job: "retention",
+      cutoff: done.cutoff,
+      deliveries: done.deliveries,
+      events: done.events,
+      payloads: done.payloads
+    }))
+
+  /** One round: a batch of each kind still to do; resolves to rows deleted (at least 1 while the pass goes on). */
+  const step: Effect.Effect<number, StorageError> = Effect.gen(function*() {
+    if (pass === undefined) {
+      const cutoff = cutoffOf(yield* Clock.currentTimeMillis, settings.days)
+      if (lastCutoff !== undefined && cutoff <= lastCutoff) return 0
+      pass = newPass(cutoff)
+    }
+    const current = pass
+    let deleted = 0
+    if (!current.deliveriesDone) {
+      const n = yield* webhooks.pruneDeliveries(current.cutoff, limit)
+      current.deliveries += n
+      deleted += n
+      current.deliveriesDone = n < limit
+    } else if (!current.eventsDone) {
+      const { deleted: n, next } = yield* outbox.pruneFannedOut({ before: current.cutoff, after: current.cursor, limit })
+      current.events += n
+      deleted += n
+      current.cursor = next
+      current.eventsDone = next === null
+    }
+    if (!current.payloadsDone) {
+      const n = yield* inbound.prunePayloads(current.cutoff, limit)
+      current.payloads += n
+      deleted += n
+      current.payloadsDone = n < limit
+    }
+    if (!(current.deliveriesDone && current.eventsDone && current.payloadsDone)) return Math.max(deleted, 1)
+    pass = undefined
+    lastCutoff = current.cutoff
+    yield* report(current)
+    return deleted
+  })
+
+  const runDue: Effect.Effect<number, StorageError> = Effect.suspend(() => {
+    if (busy) return Effect.succeed(0)
+    busy = true
+    return Effect.ensuring(step, Effect.sync(() => {
+      busy = false
+    }))
+  })
+
+  const runUntil = (running: Running): Effect.Effect<void, StorageError> =>
+    Effect.gen(function*() {
+      while (!(yield* Deferred.isDone(running.stopping))) {
+        const done = yield* runDue
+        yield* idle(running, done > 0 ? settings.pauseMs : settings.pollEveryMs)
+      }
+    })
+
+  return { name: "retention", runDue, runUntil, pollEveryMs: settings.pollEveryMs } satisfies BackgroundJob
+})
