@@ -1,3 +1,4 @@
+import { access } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import type { Worker as ThreadWorker } from "node:worker_threads"
@@ -44,21 +45,38 @@ export const makeOcr = (langPath: string = installedEnglishData()): Ocr => {
   let tail: Promise<unknown> = Promise.resolve()
 
   const start = (): Promise<Tesseract.Worker> => {
-    const started = Tesseract.createWorker("eng", Tesseract.OEM.LSTM_ONLY, {
-      langPath,
-      gzip: true,
-      cacheMethod: "none",
-      // Without a handler tesseract.js throws a worker's failure from a message listener, which
-      // would end the process; with one, only the failed job's promise rejects.
-      errorHandler: () => {}
-    }).then((created) => {
-      // A worker thread that dies emits `error`; unheard, that too would end the process.
-      const thread = (created as unknown as { readonly worker?: ThreadWorker }).worker
-      thread?.on("error", () => {
-        if (worker === started) worker = undefined
-      })
-      return created
+    // tesseract.js settles `createWorker` only when its first step fails; a failure to load the
+    // language data reaches the error handler alone, so that handler fails the start too.
+    let startFailed: (error: Error) => void = () => {}
+    const failedStart = new Promise<never>((_, reject) => {
+      startFailed = reject
     })
+    failedStart.catch(() => undefined)
+    const started = access(join(langPath, "eng.traineddata.gz"))
+      .catch(() => {
+        throw new Error(`no OCR language data at ${join(langPath, "eng.traineddata.gz")}`)
+      })
+      .then(() =>
+        Promise.race([
+          Tesseract.createWorker("eng", Tesseract.OEM.LSTM_ONLY, {
+            langPath,
+            gzip: true,
+            cacheMethod: "none",
+            // Without a handler tesseract.js throws a worker's failure from a message listener,
+            // which would end the process; with one, only the failed job's promise rejects.
+            errorHandler: (error: unknown) => startFailed(new Error(`${String(error)} (language data from ${langPath})`))
+          }),
+          failedStart
+        ])
+      )
+      .then((created) => {
+        // A worker thread that dies emits `error`; unheard, that too would end the process.
+        const thread = (created as unknown as { readonly worker?: ThreadWorker }).worker
+        thread?.on("error", () => {
+          if (worker === started) worker = undefined
+        })
+        return created
+      })
     worker = started
     // A failed start is reported to the image that waited for it; the next image tries again.
     started.catch(() => {
@@ -100,8 +118,9 @@ export const makeOcr = (langPath: string = installedEnglishData()): Ocr => {
       ])
       return result.data.text
     } catch (error) {
-      // A worker that timed out or failed may be mid-job or broken: it is replaced.
-      if (!(error instanceof OcrError && error.reason === "Unavailable")) void stop(current)
+      // A worker that timed out may be mid-job: it is replaced. One that could not decode an image
+      // answered, and reads the next one.
+      if (error instanceof OcrError && error.reason === "Timeout") void stop(current)
       throw error
     } finally {
       clearTimeout(timer)
