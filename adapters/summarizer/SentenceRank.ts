@@ -36,9 +36,11 @@ const ABBREVIATIONS = new Set([
   "approx", "dept", "fig", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "ref"
 ])
 
+const wordCount = (sentence: string) => sentence.split(/\s+/).filter((w) => w !== "").length
+
 /**
  * The sentences of `text`, whitespace collapsed. A line break ends a sentence only after a line that
- * looks like a heading or list item (short, without a full stop), so a paragraph wrapped over
+ * looks like a heading or list item (a few words, no full stop), so a paragraph wrapped over
  * several lines stays one sentence; a word hyphenated across a line break is joined again.
  */
 export const splitSentences = (text: string): Array<string> => {
@@ -49,16 +51,17 @@ export const splitSentences = (text: string): Array<string> => {
     if (paragraph.trim() !== "") sentences.push(...splitParagraph(paragraph))
     paragraph = ""
   }
-  for (const raw of lines) {
+  lines.forEach((raw, index) => {
     const line = raw.replace(/\s+/g, " ").trim()
-    if (line === "") {
-      flushParagraph()
-      continue
-    }
+    if (line === "") return flushParagraph()
     paragraph = paragraph === "" ? line : `${paragraph} ${line}`
-    // A short line without closing punctuation is a heading or a list item: it stands alone.
-    if (line.length < 60 && !/[.!?:;,]$/.test(line) && paragraph === line) flushParagraph()
-  }
+    // A paragraph's first line that is a few words without closing punctuation, followed by a line
+    // that does not go on in lower case, is a heading or a list item: it stands alone.
+    const next = lines[index + 1]?.trim() ?? ""
+    const heading = paragraph === line && line.length < 60 && wordCount(line) <= 8 && !/[.!?:;,]$/.test(line) &&
+      !/^\p{Ll}/u.test(next)
+    if (heading) flushParagraph()
+  })
   flushParagraph()
   return sentences
 }
@@ -87,7 +90,6 @@ export const contentWords = (sentence: string): Array<string> =>
     .map((word) => word.replace(/['-]+$/, ""))
     .filter((word) => word.length > 2 && !STOPWORDS.has(word) && !/^\d+$/.test(word))
 
-const wordCount = (sentence: string) => sentence.split(/\s+/).filter((w) => w !== "").length
 
 // The cosine similarity of every pair of sentences' TF-IDF vectors (zero on the diagonal).
 const similarities = (sentences: ReadonlyArray<string>): Array<Float64Array> => {

@@ -12,7 +12,8 @@ export interface HostSummarizer {
  * Picks the host's summarizer from the environment as HOST.md documents it: `OMNI_SUMMARIZER_URL`
  * (with `OMNI_SUMMARIZER_MODEL` and `OMNI_SUMMARIZER_API_KEY`) selects an OpenAI-compatible API,
  * called through the guarded `outbound` client (so a private address needs `OMNI_OUTBOUND_ALLOW`);
- * unset, the embedded summarizer, which needs no network. Throws when the URL is not http(s).
+ * unset, the embedded summarizer, which needs no network. Throws when the URL is not http(s) or
+ * no model is named.
  *
  * Wiring in main.ts: `const summaries = hostSummarizer(process.env, outbound)`, hand
  * `summaries.summarizer` to `make(...)`, and `await summaries.close()` in `release` before
@@ -36,9 +37,13 @@ export const hostSummarizer = (
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new Error(`OMNI_SUMMARIZER_URL must be an http(s) URL, got ${JSON.stringify(url)}`)
   }
+  const model = env.OMNI_SUMMARIZER_MODEL
+  if (model === undefined || model.trim() === "") {
+    throw new Error("OMNI_SUMMARIZER_MODEL must name the model to ask when OMNI_SUMMARIZER_URL is set")
+  }
   const summarizer = makeOpenAiSummarizer({
     baseUrl: url.replace(/\/+$/, ""),
-    model: env.OMNI_SUMMARIZER_MODEL || "gpt-4o-mini",
+    model: model.trim(),
     apiKey: env.OMNI_SUMMARIZER_API_KEY || undefined,
     outbound
   })

@@ -54,9 +54,9 @@ beforeAll(() => {
   const { fetch } = globalThis
   const { connect } = net.Socket.prototype
   globalThis.fetch = (input) => refuse(`fetch ${String(input)}`)
-  net.Socket.prototype.connect = function(...args: Parameters<typeof connect>) {
+  net.Socket.prototype.connect = function(...args: Array<unknown>): never {
     return refuse(`connect ${JSON.stringify(args[0])}`)
-  } as typeof connect
+  } as unknown as typeof connect
   restore.push(() => {
     globalThis.fetch = fetch
     net.Socket.prototype.connect = connect
