@@ -271,24 +271,22 @@ const summaries = counter("omni_summaries_total", "AI summary generations by out
 const creditsCharged = counter("omni_credits_charged_total", "AI credits charged to tenants' ledgers, by reason")
 
 /**
- * Counts one summary generation that ended `outcome`. Call where a generation's outcome is stored
- * (the summaries area), once per generation.
+ * Counts one summary generation that ended `outcome`, and the `credits` charged for it (0 for none),
+ * once its outcome and charge are committed, so a generation taken over or charged before counts
+ * nothing twice.
  */
-export const countSummary = (
+export const countSummarySettled = (
   tenantId: string,
   outcome: typeof SUMMARY_OUTCOMES[number],
-  kind: typeof SUMMARY_KINDS[number]
+  kind: typeof SUMMARY_KINDS[number],
+  credits: number
 ): Effect.Effect<void> =>
-  Effect.flatMap(MetricsSettings, ({ tenantLabels }) =>
-    Metric.update(summaries(tenantLabels ? { outcome, kind, tenant_id: tenantId } : { outcome, kind }), 1))
-
-/**
- * Counts `amount` credits charged (a positive number). Call once the charge is committed to the
- * ledger (the summaries area), so a retried or raced charge is counted once.
- */
-export const countCreditsCharged = (tenantId: string, amount: number, reason: "summary"): Effect.Effect<void> =>
-  Effect.flatMap(MetricsSettings, ({ tenantLabels }) =>
-    Metric.update(creditsCharged(tenantLabels ? { reason, tenant_id: tenantId } : { reason }), amount))
+  Effect.gen(function*() {
+    const { tenantLabels } = yield* MetricsSettings
+    const tenant: Labels = tenantLabels ? { tenant_id: tenantId } : {}
+    yield* Metric.update(summaries({ outcome, kind, ...tenant }), 1)
+    if (credits > 0) yield* Metric.update(creditsCharged({ reason: "summary", ...tenant }), credits)
+  })
 
 // ---------------------------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ import { AttachmentService } from "../attachments/AttachmentService.ts"
 import type { FailedWithBody } from "../kernel/ApiError.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
+import { countSummarySettled } from "../kernel/Metrics.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
@@ -152,11 +153,13 @@ export const makeSummaryGeneration = Effect.gen(function*() {
     outcome: SummaryOutcome,
     intents: ReadonlyArray<SummaryIntent>
   ) {
-    return yield* transactor.withTransaction(Effect.gen(function*() {
+    let charged = 0
+    const settled = yield* transactor.withTransaction(Effect.gen(function*() {
+      charged = 0
       if (!(yield* store.settle(pending.tenant_id, pending.id, pending.generation, outcome))) return false
       const charge = has(intents, "charge")
       if (charge !== undefined) {
-        yield* store.addCredits({
+        const added = yield* store.addCredits({
           id: yield* newId,
           tenant_id: pending.tenant_id,
           amount: -charge.credits,
@@ -165,6 +168,7 @@ export const makeSummaryGeneration = Effect.gen(function*() {
           charge_key: `${pending.id}:${pending.generation}`,
           created_at: outcome.updated_at
         })
+        if (added) charged = charge.credits
       }
       if (has(intents, "announce") !== undefined) {
         yield* outbox.append([
@@ -182,6 +186,9 @@ export const makeSummaryGeneration = Effect.gen(function*() {
       }
       return true
     }))
+    // Counted once committed: a generation another took over counts nothing, a charge already on the ledger not again.
+    if (settled) yield* countSummarySettled(pending.tenant_id, outcome.status === "ok" ? "ok" : "failed", pending.kind, charged)
+    return settled
   })
 
   const run = Effect.fnUntraced(function*(input: GenerationInput): Effect.fn.Return<SummaryResponse, FailedWithBody | StorageError> {

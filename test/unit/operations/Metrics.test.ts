@@ -7,6 +7,7 @@ import {
   type AttemptResult,
   deliveryOutcomeOf,
   makeAttemptObserver,
+  countSummarySettled,
   makeQueueGauges,
   MetricsSettings,
   registerMetrics
@@ -209,6 +210,27 @@ describe("operator errors", () => {
       )
     )
     expect(exit._tag === "Failure" && JSON.stringify(exit.cause)).toContain("policy")
+  })
+})
+
+describe("summaries and credits", () => {
+  it("count each settled generation by outcome and kind, and the credits charged for it", async () => {
+    const settle = Effect.all([
+      countSummarySettled("tenant-1", "ok", "pdf", 3),
+      countSummarySettled("tenant-1", "ok", "image", 1),
+      countSummarySettled("tenant-2", "failed", "pdf", 0),
+      countSummarySettled("tenant-2", "ok", "pdf", 0)
+    ])
+    const scrape = await scrapeAfter(settle)
+    expect(scrape.value("omni_summaries_total", { outcome: "ok", kind: "pdf" })).toBe(2)
+    expect(scrape.value("omni_summaries_total", { outcome: "ok", kind: "image" })).toBe(1)
+    expect(scrape.value("omni_summaries_total", { outcome: "failed", kind: "pdf" })).toBe(1)
+    expect(scrape.families.get("omni_credits_charged_total")?.samples).toEqual([
+      { name: "omni_credits_charged_total", labels: { reason: "summary" }, value: 4 }
+    ])
+    const labelled = await scrapeAfter(settle, true)
+    expect(labelled.value("omni_credits_charged_total", { reason: "summary", tenant_id: "tenant-1" })).toBe(4)
+    expect(labelled.sum("omni_summaries_total", { tenant_id: "tenant-2" })).toBe(2)
   })
 })
 
