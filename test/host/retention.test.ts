@@ -43,17 +43,17 @@ const textPayload = (from: string, name: string, body: string) => ({
 
 /** Reads the host's database directly: the SQLite file read-only, or a PostgreSQL connection of its own. */
 interface Reader {
-  readonly all: (query: string) => Promise<Array<Record<string, any>>>
+  readonly all: <T = Record<string, unknown>>(query: string) => Promise<Array<T>>
   readonly close: () => Promise<void>
 }
 const openReader = async (databaseUrl: string): Promise<Reader> => {
   if (databaseUrl.startsWith("file:")) {
     const db = new Database(databaseUrl.slice("file:".length), { readonly: true, fileMustExist: true })
-    return { all: async (query) => db.prepare(query).all() as Array<Record<string, any>>, close: async () => void db.close() }
+    return { all: async <T>(query: string) => db.prepare(query).all() as Array<T>, close: async () => void db.close() }
   }
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()
-  return { all: async (query) => (await client.query(query)).rows, close: () => client.end() }
+  return { all: async <T>(query: string) => (await client.query(query)).rows as Array<T>, close: () => client.end() }
 }
 
 /** What retention may touch, and the customer data it must not, as stored. */
@@ -175,11 +175,11 @@ describe.each(hostBackends)("retention on the reference host ($name)", (backend)
   }
   const snapshot = async (): Promise<Snapshot> => {
     const customerData: Record<string, number> = {}
-    for (const table of CUSTOMER_TABLES) customerData[table] = Number((await reader.all(`SELECT count(*) AS n FROM ${table}`))[0]!.n)
+    for (const table of CUSTOMER_TABLES) customerData[table] = Number((await reader.all<{ n: number | string }>(`SELECT count(*) AS n FROM ${table}`))[0]!.n)
     return {
-      deliveries: await reader.all("SELECT id, status, completed_at FROM webhook_deliveries ORDER BY id") as Snapshot["deliveries"],
-      events: await reader.all("SELECT id, fanned_out_at FROM outbox_events ORDER BY id") as Snapshot["events"],
-      payloads: await reader.all("SELECT id, source, status, processed_at FROM inbound_payloads ORDER BY id") as Snapshot["payloads"],
+      deliveries: await reader.all<Snapshot["deliveries"][number]>("SELECT id, status, completed_at FROM webhook_deliveries ORDER BY id"),
+      events: await reader.all<Snapshot["events"][number]>("SELECT id, fanned_out_at FROM outbox_events ORDER BY id"),
+      payloads: await reader.all<Snapshot["payloads"][number]>("SELECT id, source, status, processed_at FROM inbound_payloads ORDER BY id"),
       customerData
     }
   }
