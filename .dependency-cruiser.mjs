@@ -32,6 +32,7 @@ const STORE_OWNERS = {
   ListStore: "lists",
   CampaignStore: "campaigns",
   FlowStore: "flows",
+  SummaryStore: "summaries",
   TeamChatStore: "team-chat"
 }
 

@@ -21,6 +21,14 @@ import type {
 
 export type * from "./EngagementTables.ts"
 import type {
+  AiCreditBalancesTable,
+  AiCreditEntriesTable,
+  AttachmentSummariesTable,
+  SummaryRateCountersTable
+} from "./SummaryTables.ts"
+
+export type * from "./SummaryTables.ts"
+import type {
   TeamChatChannelsTable,
   TeamChatChannelTenantsTable,
   TeamChatMembersTable,
@@ -73,6 +81,10 @@ export interface Database {
   custom_field_definitions: CustomFieldDefinitionsTable
   tags: TagsTable
   contact_tags: ContactTagsTable
+  attachment_summaries: AttachmentSummariesTable
+  ai_credit_entries: AiCreditEntriesTable
+  ai_credit_balances: AiCreditBalancesTable
+  summary_rate_counters: SummaryRateCountersTable
   team_chat_channels: TeamChatChannelsTable
   team_chat_channel_tenants: TeamChatChannelTenantsTable
   team_chat_members: TeamChatMembersTable
@@ -276,6 +288,12 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "flow_sessions_token_unique", table: "flow_sessions", columns: ["flow_token_hash"] },
   { name: "custom_fields_tenant_key_unique", table: "custom_field_definitions", columns: ["tenant_id", "key"] },
   { name: "tags_tenant_name_unique", table: "tags", columns: ["tenant_id", "name"] },
+  { name: "attachment_summaries_tenant_attachment_unique", table: "attachment_summaries", columns: ["tenant_id", "attachment_id"] },
+  // A NULL charge_key (a grant) never collides; SQLite lists the columns.
+  { name: "ai_credit_entries_tenant_charge_unique", table: "ai_credit_entries", columns: ["tenant_id", "charge_key"] },
+  // Primary keys: PostgreSQL names their constraints so, SQLite lists the columns.
+  { name: "ai_credit_balances_pkey", table: "ai_credit_balances", columns: ["tenant_id"] },
+  { name: "summary_rate_counters_pkey", table: "summary_rate_counters", columns: ["tenant_id", "key", "window_start"] },
   // A primary key: PostgreSQL names its constraint so, SQLite lists the columns.
   { name: "contact_tags_pkey", table: "contact_tags", columns: ["tenant_id", "contact_id", "tag_id"] },
   // A null dm_key (a channel) never collides; SQLite lists the columns.

@@ -34,6 +34,7 @@ import { listStoreLayer } from "./stores/ListStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { sendingLimitStoreLayer } from "./stores/SendingLimitStoreKysely.ts"
+import { summaryStoreLayer } from "./stores/SummaryStoreKysely.ts"
 import { teamChatStoreLayer } from "./stores/TeamChatStoreKysely.ts"
 import { templateStoreLayer } from "./stores/TemplateStoreKysely.ts"
 import { tenantStoreLayer } from "./stores/TenantStoreKysely.ts"
@@ -96,6 +97,7 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     listStoreLayer,
     campaignStoreLayer,
     flowStoreLayer,
+    summaryStoreLayer,
     teamChatStoreLayer
   ).pipe(Layer.provide(Layer.succeed(KyselyConnection, KyselyConnection.of({ db, dialect }))))
 }

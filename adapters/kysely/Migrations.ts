@@ -14,6 +14,7 @@ import * as Email from "./migrations/2026_11_26_0010_email.ts"
 import * as Lists from "./migrations/2026_11_26_0011_lists.ts"
 import * as Campaigns from "./migrations/2026_11_26_0012_campaigns.ts"
 import * as Flows from "./migrations/2026_11_26_0013_flows.ts"
+import * as Summaries from "./migrations/2026_11_26_0014_summaries.ts"
 import * as TeamChat from "./migrations/2026_11_26_0015_team_chat.ts"
 import * as RetentionIndexes from "./migrations/2026_11_26_0017_retention_indexes.ts"
 
@@ -37,6 +38,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0011_lists", Lists.up],
   ["2026_11_26_0012_campaigns", Campaigns.up],
   ["2026_11_26_0013_flows", Flows.up],
+  ["2026_11_26_0014_summaries", Summaries.up],
   ["2026_11_26_0015_team_chat", TeamChat.up],
   ["2026_11_26_0017_retention_indexes", RetentionIndexes.up]
 ]

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Auth, make } from "omnichannel-core"
+import { Auth, make, Summaries } from "omnichannel-core"
 import { makeGuardedHttp } from "omnichannel-core/http"
 import { readConfig } from "./Config.ts"
 import { operatorOptions } from "./Operator.ts"
@@ -13,8 +13,11 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   user create --email E
   billing-account create --user ID [--name N]
   tenant set-sms --tenant ID --enabled true|false
+  tenant set-ai --tenant ID --enabled true|false
   channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T
-  email-integration create --tenant ID --address A [--display-name N]`
+  email-integration create --tenant ID --address A [--display-name N]
+  credits grant --tenant ID --amount N
+  credits show --tenant ID`
 
 type Flags = Readonly<Record<string, string | true>>
 
@@ -78,6 +81,18 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
         if (enabled !== "true" && enabled !== "false") throw new UsageError("--enabled takes true or false")
         return yield* operator.setSmsEnabled(required(flags, "tenant"), enabled === "true")
       }
+      case "tenant set-ai": {
+        const enabled = required(flags, "enabled")
+        if (enabled !== "true" && enabled !== "false") throw new UsageError("--enabled takes true or false")
+        return yield* operator.setAiFeaturesEnabled(required(flags, "tenant"), enabled === "true")
+      }
+      case "credits grant": {
+        const amount = required(flags, "amount")
+        if (!/^[1-9]\d{0,14}$/.test(amount)) throw new UsageError("--amount takes a positive whole number")
+        return yield* (yield* Summaries.SummaryService).grantCredits(required(flags, "tenant"), Number(amount))
+      }
+      case "credits show":
+        return yield* (yield* Summaries.SummaryService).credits(required(flags, "tenant"))
       case "channel create": {
         const type = required(flags, "type")
         // Every other flag is an input of the type's provider, named as on the connect page.

@@ -17,6 +17,7 @@ import { mailFileNotifier } from "./MailFiles.ts"
 import { fileOptions, operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
 import { withTestClockRoutes } from "./TestClockRoutes.ts"
+import { hostSummarizer } from "./Summarizer.ts"
 import { startWorkers } from "./Workers.ts"
 
 /** `run`, but never two calls at once: each waits for the one before to settle. */
@@ -52,6 +53,8 @@ const main = async () => {
   // Outbound email: SMTP when OMNI_SMTP_URL is set, else one RFC 5322 file per email.
   const smtp = config.smtpUrl === undefined ? undefined : makeSmtpMailer(config.smtpUrl)
   const mailer = smtp?.mailer ?? makeFileMailer(join(config.dataDir, "mail", "outbound"))
+  // AI file summaries: an OpenAI-compatible API when OMNI_SUMMARIZER_URL is set, else the embedded one (no network).
+  const summaries = hostSummarizer(process.env, outbound)
   const app = await make({
     storage: storageFor(config.databaseUrl),
     clock: clock?.clock,
@@ -59,6 +62,7 @@ const main = async () => {
     blobStore: makeFileBlobStore(files.filesDir),
     multipart: busboyMultipart,
     mailer,
+    summarizer: summaries.summarizer,
     downloads: files.downloads,
     outbound,
     signer: nodeHmacSigner,
@@ -99,6 +103,7 @@ const main = async () => {
     stopGaugeRefresh()
     await workers.stop()
     await app.dispose()
+    await summaries.close()
     await outbound.close()
     await smtp?.close()
   }

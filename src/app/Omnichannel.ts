@@ -63,6 +63,9 @@ import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
 import { Mailer, MailerError } from "../ports/Mailer.ts"
+import { Summarizer, SummarizerError } from "../ports/Summarizer.ts"
+import { summaryRoutes } from "../summaries/SummaryRoutes.ts"
+import { SummaryService } from "../summaries/SummaryService.ts"
 import { InboundRetentionService } from "../inbound/InboundRetentionService.ts"
 import { checkRetentionDays, RetentionSettings } from "../retention/Retention.ts"
 import { makeRetentionJob } from "../retention/RetentionJob.ts"
@@ -86,6 +89,7 @@ export type HostServices =
   | DownloadLinks
   | MultipartReader
   | Mailer
+  | Summarizer
   | PublicUrl
 
 /** The library's own services. */
@@ -114,6 +118,7 @@ export type CoreServices =
   | ListService
   | CampaignService
   | FlowService
+  | SummaryService
 
 /** Everything a running instance offers: the library's services and the host's. */
 export type Services = CoreServices | HostServices
@@ -180,6 +185,8 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(ListService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
+    // Message, email and team chat reads fill their attachments' summary fields through it.
+    Layer.provideMerge(SummaryService.layer),
     // The dispatcher mails suspension notices through the tenants' service.
     Layer.provideMerge(WebhookDispatcher.layer),
     Layer.provideMerge(Layer.mergeAll(ConversationService.layer, AttachmentService.layer, ContactService.layer)),
@@ -202,7 +209,8 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...emailRoutes,
   ...listRoutes,
   ...campaignRoutes,
-  ...flowRoutes
+  ...flowRoutes,
+  ...summaryRoutes
 ]
 
 /** The package version, shown in the OpenAPI document. */
@@ -265,6 +273,12 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
    */
   readonly mailer?: Mailer["Service"]
   /**
+   * Summarizes inbound images and PDFs for AI file summaries: `makeEmbeddedSummarizer()` (offline) or
+   * `makeOpenAiSummarizer(…)` from `omnichannel-core/summarizer`. Without one, every generation fails
+   * (`summary_failed`, nothing charged).
+   */
+  readonly summarizer?: Summarizer["Service"]
+  /**
    * Days finished webhook deliveries, their outbox events and raw inbound payloads are kept after
    * they finished, then deleted in small batches by the background job `retention`; default 30.
    * A whole number from 1 to 36500: anything else makes `make` throw. Customer data (contacts,
@@ -322,6 +336,10 @@ const noChatPlatform: ChatPlatform["Service"] = (() => {
     fetchMedia: fail
   })
 })()
+
+const noSummarizer = Summarizer.of({
+  summarize: () => Effect.fail(new SummarizerError({ reason: "Unavailable", message: "no summarizer is configured" }))
+})
 
 const noMailer = Mailer.of({
   send: () => Effect.fail(new MailerError({ reason: "Unavailable", message: "no mail transport is configured" }))
@@ -410,6 +428,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     Layer.succeed(BlobStore, options.blobStore ?? makeMemoryBlobStore()),
     Layer.succeed(MultipartReader, options.multipart ?? noMultipart),
     Layer.succeed(Mailer, options.mailer ?? noMailer),
+    Layer.succeed(Summarizer, options.summarizer ?? noSummarizer),
     Layer.succeed(PublicUrl, PublicUrl.of({ base: publicUrlOf })),
     Layer.succeed(DownloadLinks, makeDownloadLinks({
       secret: options.downloads?.secret ?? random(),

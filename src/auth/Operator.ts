@@ -86,6 +86,11 @@ export class Operator extends Context.Service<Operator, {
     tenantId: string,
     enabled: boolean
   ) => Effect.Effect<{ readonly tenant_id: string; readonly sms_enabled: boolean }, OperatorError>
+  /** Turns AI features on or off for a tenant (AI file summaries are offered only when on). */
+  readonly setAiFeaturesEnabled: (
+    tenantId: string,
+    enabled: boolean
+  ) => Effect.Effect<{ readonly tenant_id: string; readonly ai_features_enabled: boolean }, OperatorError>
   readonly revokeApiKey: (id: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, OperatorError>
   /**
    * A connected channel of `type` for a tenant, as if connected through a link: the type's provider
@@ -279,6 +284,10 @@ export class Operator extends Context.Service<Operator, {
         setSmsEnabled: Effect.fn("Operator.setSmsEnabled")(function*(tenantId: string, enabled: boolean) {
           yield* tenants.setSmsEnabled(tenantId, enabled)
           return { tenant_id: tenantId, sms_enabled: enabled }
+        }),
+        setAiFeaturesEnabled: Effect.fn("Operator.setAiFeaturesEnabled")(function*(tenantId: string, enabled: boolean) {
+          yield* tenants.setAiFeaturesEnabled(tenantId, enabled)
+          return { tenant_id: tenantId, ai_features_enabled: enabled }
         }),
         revokeApiKey: Effect.fn("Operator.revokeApiKey")(function*(id: string) {
           const revoked = yield* keys.revoke(id, yield* now)

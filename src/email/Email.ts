@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
 import { AttachmentIdString } from "../kernel/Id.ts"
 import type { EmailIntegrationRecord } from "../ports/EmailStore.ts"
+import { Summary } from "../summaries/SummaryService.ts"
 import { MAX_SUBJECT_LENGTH } from "./OutgoingEmail.ts"
 
 const NoLineBreaks = (max: number) =>
@@ -61,7 +62,7 @@ export const EmailAttachment = Schema.Struct({
   content_id: Schema.NullOr(Schema.String),
   /** A signed download link that expires. */
   url: Schema.String,
-  ai_summary: Schema.Null,
+  ai_summary: Schema.NullOr(Summary),
   ai_summary_available: Schema.Boolean,
   ai_summary_credits: Schema.NullOr(Schema.Int)
 })

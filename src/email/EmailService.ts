@@ -30,6 +30,7 @@ import {
 import { makeReceiveEmail } from "./EmailReceiving.ts"
 import { contactRecipient, latestEmail, makeSendEmail } from "./EmailSending.ts"
 import { toEmailMessages } from "./EmailWire.ts"
+import { SummaryService } from "../summaries/SummaryService.ts"
 import { replyReferences, replySubject } from "./OutgoingEmail.ts"
 
 /** Where received mail for an integration is posted, below the public URL. */
@@ -93,6 +94,7 @@ export class EmailService extends Context.Service<EmailService, {
       const store = yield* EmailStore
       const transactor = yield* Transactor
       const attachments = yield* AttachmentService
+      const summaries = yield* SummaryService
       const messages = yield* MessageService
       const contacts = yield* ContactService
       const conversations = yield* ConversationService
@@ -131,7 +133,7 @@ export class EmailService extends Context.Service<EmailService, {
         return {
           conversation_id: conversation.id,
           subject: conversation.subject,
-          items: [...(yield* toEmailMessages(store, attachments, emails))]
+          items: [...(yield* toEmailMessages(store, attachments, summaries, emails))]
         } satisfies EmailThread
       })
 
@@ -143,7 +145,7 @@ export class EmailService extends Context.Service<EmailService, {
 
       const sentWire = (tenantId: string, emailId: string) =>
         Effect.flatMap(emailRecord(tenantId, emailId), (record) =>
-          Effect.map(toEmailMessages(store, attachments, [record]), (list) => list[0]!))
+          Effect.map(toEmailMessages(store, attachments, summaries, [record]), (list) => list[0]!))
 
       return EmailService.of({
         createIntegration: Effect.fn("EmailService.createIntegration")(function*(tenantId, request) {

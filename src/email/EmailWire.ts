@@ -2,17 +2,19 @@ import { Effect } from "effect"
 import { newId } from "../kernel/Id.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { AttachmentService } from "../attachments/AttachmentService.ts"
+import { NO_SUMMARY, type SummaryFields, type SummaryService } from "../summaries/SummaryService.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import type { EmailAttachmentRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
 import type { EmailAttachment, EmailMessage } from "./Email.ts"
 
 /**
- * The spec's Email attachment of a stored file. Summaries do not exist for email files yet, so none
- * is offered: `ai_summary` null, not available, no price.
+ * The spec's Email attachment of a stored file with its summary fields (for an inline image: no
+ * summary, not available, no price).
  */
 export const toEmailAttachment = (
   attachments: AttachmentService["Service"],
-  record: EmailAttachmentRecord
+  record: EmailAttachmentRecord,
+  summary: SummaryFields
 ): Effect.Effect<EmailAttachment> =>
   Effect.map(attachments.linkTo(record.tenant_id, record.attachment_id), (url) => ({
     id: record.id,
@@ -23,15 +25,18 @@ export const toEmailAttachment = (
     is_inline: record.is_inline,
     content_id: record.content_id,
     url,
-    ai_summary: null,
-    ai_summary_available: false,
-    ai_summary_credits: null
+    ...summary
   }))
 
-/** The wire form of stored emails, each with its files (one read for all). */
+/**
+ * The wire form of stored emails, each with its files (one read for all, one for their summaries).
+ * Files of received emails may be summarized through their `attachment_id`; inline images and files of
+ * emails the workspace sent never.
+ */
 export const toEmailMessages = (
   store: EmailStore["Service"],
   attachments: AttachmentService["Service"],
+  summaries: SummaryService["Service"],
   records: ReadonlyArray<EmailMessageRecord>
 ): Effect.Effect<ReadonlyArray<EmailMessage>, StorageError> =>
   Effect.gen(function*() {
@@ -43,9 +48,19 @@ export const toEmailMessages = (
       list.push(file)
       byEmail.set(file.email_message_id, list)
     }
+    const inbound = new Set(records.filter((r) => r.direction === "inbound").map((r) => r.id))
+    const offered = files.filter((file) => !file.is_inline)
+    const fields = yield* summaries.fieldsFor(records[0]!.tenant_id, offered.map((file) => ({
+      attachmentId: file.attachment_id,
+      contentType: file.content_type,
+      fileSize: file.file_size,
+      inbound: inbound.has(file.email_message_id),
+      offered: true
+    })))
+    const summaryOf = new Map(offered.map((file, i) => [file.id, fields[i]!]))
     return yield* Effect.forEach(records, (record) =>
       Effect.map(
-        Effect.forEach(byEmail.get(record.id) ?? [], (file) => toEmailAttachment(attachments, file)),
+        Effect.forEach(byEmail.get(record.id) ?? [], (file) => toEmailAttachment(attachments, file, summaryOf.get(file.id) ?? NO_SUMMARY)),
         (wire): EmailMessage => ({
           id: record.id,
           conversation_id: record.conversation_id,

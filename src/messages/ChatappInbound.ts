@@ -12,11 +12,13 @@ import {
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { now } from "../kernel/Timestamp.ts"
+import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ChatPlatform } from "../ports/ChatPlatform.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import type { MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
-import { type Message, toMessage } from "./Message.ts"
+import { type Message, type MessageAttachmentWire, toMessage } from "./Message.ts"
 import { applyStatus } from "./MessageStatusMachine.ts"
 
 /** Largest media file fetched from the operator: its own cap, on documents. */
@@ -30,6 +32,8 @@ export interface ChatappInboundDeps {
   readonly conversations: ConversationService["Service"]
   readonly attachments: AttachmentService["Service"]
   readonly platform: ChatPlatform["Service"]
+  /** The wire forms of a message's files, their summary fields filled. */
+  readonly attachmentWires: (files: ReadonlyArray<AttachmentRecord>) => Effect.Effect<ReadonlyArray<MessageAttachmentWire>, StorageError>
   readonly messageEvent: (type: "message.received" | "message.sent", message: Message) => Effect.Effect<EventEnvelope>
 }
 
@@ -113,7 +117,7 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
       ? []
       : [yield* attachments.record(media, { messageId: message.id, conversationId: conversation.id })]
     yield* conversations.noteMessage(conversation, { at, inbound: true })
-    const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
+    const wire = toMessage(message, yield* deps.attachmentWires(files))
     yield* outbox.append([yield* messageEvent("message.received", wire)])
     return "continue" as const
   })

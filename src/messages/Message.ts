@@ -2,7 +2,13 @@ import { Schema } from "effect"
 import { AttachmentIdString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import { MessageAttachment } from "../attachments/AttachmentService.ts"
+import { SummaryFields } from "../summaries/SummaryService.ts"
 import type { MessageRecord } from "../ports/MessageStore.ts"
+
+/** A file of a message with its summary fields (spec: "Message attachment"). */
+export const MessageAttachmentWire = Schema.Struct({ ...MessageAttachment.fields, ...SummaryFields })
+/** A file of a message with its summary fields. */
+export type MessageAttachmentWire = typeof MessageAttachmentWire.Type
 
 /** A message as the API (and its events) return it. */
 export const Message = Schema.Struct({
@@ -24,7 +30,7 @@ export const Message = Schema.Struct({
     message: Schema.String,
     details: Schema.NullOr(Schema.String)
   })),
-  attachments: Schema.Array(MessageAttachment),
+  attachments: Schema.Array(MessageAttachmentWire),
   created_at: Schema.String,
   updated_at: Schema.NullOr(Schema.String),
   sent_at: Schema.NullOr(Schema.String),
@@ -54,7 +60,7 @@ export const SendMessageRequest = Schema.Struct({
 export type SendMessageRequest = typeof SendMessageRequest.Type
 
 /** The wire form of a stored message with its attachments' wire forms. */
-export const toMessage = (record: MessageRecord, attachments: ReadonlyArray<MessageAttachment>): Message => ({
+export const toMessage = (record: MessageRecord, attachments: ReadonlyArray<MessageAttachmentWire>): Message => ({
   id: record.id,
   tenant_id: record.tenant_id,
   conversation_id: record.conversation_id,

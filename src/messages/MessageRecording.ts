@@ -5,11 +5,12 @@ import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
+import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type { MessageError, MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
-import { type Message, toMessage } from "./Message.ts"
+import { type Message, type MessageAttachmentWire, toMessage } from "./Message.ts"
 import type { PreparedAttachment } from "../attachments/AttachmentService.ts"
 
 /** A message another area received (an email), with its files prepared in the blob store. */
@@ -38,6 +39,8 @@ export interface MessageRecordingDeps {
   readonly conversations: ConversationService["Service"]
   readonly attachments: AttachmentService["Service"]
   readonly wireOf: (records: ReadonlyArray<MessageRecord>) => Effect.Effect<ReadonlyArray<Message>, StorageError>
+  /** The wire forms of a message's files, their summary fields filled. */
+  readonly attachmentWires: (files: ReadonlyArray<AttachmentRecord>) => Effect.Effect<ReadonlyArray<MessageAttachmentWire>, StorageError>
   readonly messageEvent: (type: "message.received" | "message.sent", message: Message) => Effect.Effect<EventEnvelope>
 }
 
@@ -46,7 +49,7 @@ export interface MessageRecordingDeps {
  * outbound ones stored `pending` before the transport is asked, then `sent` or `failed`.
  */
 export const makeMessageRecording = (deps: MessageRecordingDeps) => {
-  const { messages, outbox, transactor, conversations, attachments, wireOf, messageEvent } = deps
+  const { messages, outbox, transactor, conversations, attachments, wireOf, attachmentWires, messageEvent } = deps
 
   const blank = (input: {
     readonly conversation: ConversationRecord
@@ -82,7 +85,7 @@ export const makeMessageRecording = (deps: MessageRecordingDeps) => {
     const files = yield* Effect.forEach(input.files, (file) =>
       attachments.record(file, { messageId: message.id, conversationId: input.conversation.id }))
     yield* conversations.noteMessage(input.conversation, { at: message.created_at, inbound: true })
-    const wire = toMessage(message, yield* Effect.forEach(files, attachments.toWire))
+    const wire = toMessage(message, yield* attachmentWires(files))
     yield* outbox.append([yield* messageEvent("message.received", wire)])
     return { message, files }
   })

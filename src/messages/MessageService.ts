@@ -3,6 +3,7 @@ import { AttachmentService } from "../attachments/AttachmentService.ts"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
+import { conversationTarget, SummaryService } from "../summaries/SummaryService.ts"
 import { InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
@@ -18,7 +19,7 @@ import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import { type MessageError, type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { type Message, type SendMessageRequest, toMessage } from "./Message.ts"
+import { type Message, type MessageAttachmentWire, type SendMessageRequest, toMessage } from "./Message.ts"
 import { makeChatappInbound } from "./ChatappInbound.ts"
 import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
 
@@ -106,22 +107,27 @@ export class MessageService extends Context.Service<MessageService, {
       const channels = yield* ChannelService
       const attachments = yield* AttachmentService
       const platform = yield* ChatPlatform
+      const summaries = yield* SummaryService
+
+      // Every file's summary fields in one read of the summaries, however many files.
+      const attachmentWires = Effect.fnUntraced(function*(files: ReadonlyArray<AttachmentRecord>) {
+        if (files.length === 0) return []
+        const fields = yield* summaries.fieldsFor(files[0]!.tenant_id, files.map(conversationTarget))
+        return yield* Effect.forEach(files, (file, i) => Effect.map(attachments.toWire(file), (wire) => ({ ...wire, ...fields[i]! })))
+      })
 
       const wireOf = Effect.fnUntraced(function*(records: ReadonlyArray<MessageRecord>) {
         if (records.length === 0) return []
-        const files = yield* attachments.listByMessages(records[0]!.tenant_id, records.map((m) => m.id))
-        const byMessage = new Map<string, Array<typeof files[number]>>()
-        for (const file of files) {
-          if (file.message_id === null) continue
-          const list = byMessage.get(file.message_id) ?? []
-          list.push(file)
-          byMessage.set(file.message_id, list)
-        }
-        return yield* Effect.forEach(records, (record) =>
-          Effect.map(
-            Effect.forEach(byMessage.get(record.id) ?? [], attachments.toWire),
-            (wire) => toMessage(record, wire)
-          ))
+        const files = (yield* attachments.listByMessages(records[0]!.tenant_id, records.map((m) => m.id)))
+          .filter((file) => file.message_id !== null)
+        const wires = yield* attachmentWires(files)
+        const byMessage = new Map<string, Array<MessageAttachmentWire>>()
+        files.forEach((file, i) => {
+          const list = byMessage.get(file.message_id!) ?? []
+          list.push(wires[i]!)
+          byMessage.set(file.message_id!, list)
+        })
+        return records.map((record) => toMessage(record, byMessage.get(record.id) ?? []))
       })
 
       const messageEvent = Effect.fnUntraced(function*(type: "message.received" | "message.sent", message: Message) {
@@ -144,6 +150,7 @@ export class MessageService extends Context.Service<MessageService, {
         conversations,
         attachments,
         platform,
+        attachmentWires,
         messageEvent
       })
 
@@ -210,6 +217,7 @@ export class MessageService extends Context.Service<MessageService, {
         conversations,
         attachments,
         wireOf,
+        attachmentWires,
         messageEvent
       })
 

@@ -14,6 +14,7 @@ import type { ListStore } from "./ListStore.ts"
 import type { MessageStore } from "./MessageStore.ts"
 import type { OutboxStore } from "./OutboxStore.ts"
 import type { SendingLimitStore } from "./SendingLimitStore.ts"
+import type { SummaryStore } from "./SummaryStore.ts"
 import type { TeamChatStore } from "./TeamChatStore.ts"
 import type { TemplateStore } from "./TemplateStore.ts"
 import type { TenantStore } from "./TenantStore.ts"
@@ -44,4 +45,5 @@ export type StoragePorts =
   | ListStore
   | CampaignStore
   | FlowStore
+  | SummaryStore
   | TeamChatStore

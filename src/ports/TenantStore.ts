@@ -37,6 +37,8 @@ export class TenantStore extends Context.Service<TenantStore, {
   readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
   /** Turns SMS on or off for the tenant; `false` when no such tenant exists. */
   readonly setSmsEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>
+  /** Turns AI features on or off for the tenant; `false` when no such tenant exists. */
+  readonly setAiFeaturesEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>
   /** True when some tenant already uses `slug`. */
   readonly slugTaken: (slug: string) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/TenantStore") {}

@@ -116,6 +116,15 @@ export {
 } from "./FlowStore.ts"
 export { type SummarizeInput, Summarizer, type SummaryDraft, SummarizerError, type SummarySection } from "./Summarizer.ts"
 export {
+  type CreditBalance,
+  type CreditEntryRecord,
+  type RateBucket,
+  type StoredSummarySection,
+  type SummaryOutcome,
+  type SummaryRecord,
+  SummaryStore
+} from "./SummaryStore.ts"
+export {
   type TeamChatChannelRecord,
   type TeamChatChannelWithMembers,
   type TeamChatKind,

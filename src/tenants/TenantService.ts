@@ -39,6 +39,8 @@ export class TenantService extends Context.Service<TenantService, {
   readonly supportEmailOf: (tenantId: string) => Effect.Effect<Option.Option<string>, StorageError>
   /** Turns SMS on or off for the tenant (connect links may offer `sms` only when on). */
   readonly setSmsEnabled: (tenantId: string, enabled: boolean) => Effect.Effect<void, NotFound | StorageError>
+  /** Turns AI features on or off for the tenant (AI file summaries are offered only when on). */
+  readonly setAiFeaturesEnabled: (tenantId: string, enabled: boolean) => Effect.Effect<void, NotFound | StorageError>
 }>()("omnichannel-core/tenants/TenantService") {
   static readonly layer = Layer.effect(
     TenantService,
@@ -145,6 +147,11 @@ export class TenantService extends Context.Service<TenantService, {
         }),
         setSmsEnabled: Effect.fn("TenantService.setSmsEnabled")(function*(tenantId, enabled) {
           if (!(yield* tenants.setSmsEnabled(tenantId, enabled, yield* now))) {
+            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+          }
+        }),
+        setAiFeaturesEnabled: Effect.fn("TenantService.setAiFeaturesEnabled")(function*(tenantId, enabled) {
+          if (!(yield* tenants.setAiFeaturesEnabled(tenantId, enabled, yield* now))) {
             return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
           }
         })

@@ -27,6 +27,7 @@ import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../.
 import type { MessageRecord } from "../../src/ports/MessageStore.ts"
 import type { SendingLimitRecord } from "../../src/ports/SendingLimitStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
+import type { CreditEntryRecord, SummaryRecord } from "../../src/ports/SummaryStore.ts"
 import type { TeamChatChannelRecord, TeamChatMessageRecord } from "../../src/ports/TeamChatStore.ts"
 import type { TemplateRecord } from "../../src/ports/TemplateStore.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
@@ -652,6 +653,40 @@ export const tagRecord = (tenantId: string, overrides: Partial<TagRecord> = {}):
   id: id(),
   tenant_id: tenantId,
   name: `tag-${id()}`,
+  created_at: AT,
+  ...overrides
+})
+
+/** A pending first summary of a new attachment of `tenantId`, its lease running to noon. */
+export const summaryRecord = (tenantId: string, overrides: Partial<SummaryRecord> = {}): SummaryRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  attachment_id: id(),
+  status: "pending",
+  kind: "pdf",
+  text: "",
+  sections: [],
+  pages_read: null,
+  pages_total: null,
+  truncated: false,
+  model: "",
+  source: "on_demand",
+  error: null,
+  generation: 1,
+  lease_until: "2026-11-22T12:00:00.000Z",
+  created_at: AT,
+  updated_at: AT,
+  ...overrides
+})
+
+/** A grant of `amount` AI credits to `tenantId`. */
+export const creditGrant = (tenantId: string, amount: number, overrides: Partial<CreditEntryRecord> = {}): CreditEntryRecord => ({
+  id: id(),
+  tenant_id: tenantId,
+  amount,
+  reason: "grant",
+  attachment_id: null,
+  charge_key: null,
   created_at: AT,
   ...overrides
 })

@@ -13,6 +13,7 @@ import type { TeamChatKind } from "../../src/ports/TeamChatStore.ts"
 import type { DeliveryStatus } from "../../src/ports/WebhookDeliveryStore.ts"
 import type { RetryStrategy } from "../../src/ports/WebhookEndpointStore.ts"
 import type { StoredRows } from "./StorageAdapter.ts"
+import type { StoredSummarySection } from "../../src/ports/SummaryStore.ts"
 
 // Database.ts documents the stored form: booleans as 0/1 integers, structured values as JSON text.
 // Decoding here, independently of the stores, also checks that rows are stored in that form.
@@ -38,6 +39,10 @@ const retryStrategy = oneOf<RetryStrategy>("retry_strategy", ["exponential", "li
 const deliveryStatus = oneOf<DeliveryStatus>("delivery status", ["pending", "success", "failed", "retrying", "dead_letter", "queued"])
 const inboundSource = oneOf<InboundSource>("inbound source", ["chatapp", "email"])
 const inboundStatus = oneOf<InboundPayloadStatus>("inbound payload status", ["pending", "processed", "failed"])
+const summaryStatus = oneOf("summary status", ["ok", "pending", "failed"])
+const summaryKind = oneOf("summary kind", ["image", "pdf"])
+const summarySource = oneOf("summary source", ["on_demand", "agent"])
+const creditReason = oneOf("credit reason", ["grant", "summary"])
 const conversationStatus = oneOf("conversation status", ["open", "closed"])
 const teamChatKind = oneOf<TeamChatKind>("team chat kind", ["channel", "dm"])
 const conversationKind = oneOf("conversation kind", ["chat", "email"])
@@ -398,5 +403,32 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
       attachment_ids: files.filter((f) => f.message_id === row.id).sort((a, b) => Number(a.position) - Number(b.position))
         .map((f) => f.attachment_id)
     }))
+  },
+  attachmentSummaries: async (tenantId) => {
+    const rows = await db.selectFrom("attachment_summaries").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute()
+    return rows.map((row) => ({
+      ...row,
+      status: summaryStatus(row.status),
+      kind: summaryKind(row.kind),
+      source: summarySource(row.source),
+      sections: json(row.sections) as Array<StoredSummarySection>,
+      pages_read: row.pages_read === null ? null : Number(row.pages_read),
+      pages_total: row.pages_total === null ? null : Number(row.pages_total),
+      truncated: flag(Number(row.truncated)),
+      generation: Number(row.generation)
+    }))
+  },
+  creditEntries: async (tenantId) => {
+    const rows = await db.selectFrom("ai_credit_entries").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute()
+    return rows.map((row) => ({ ...row, amount: Number(row.amount), reason: creditReason(row.reason) }))
+  },
+  creditBalance: async (tenantId) => {
+    const row = await db.selectFrom("ai_credit_balances").selectAll().where("tenant_id", "=", tenantId).executeTakeFirst()
+    return row === undefined ? undefined : { balance: Number(row.balance), charged_total: Number(row.charged_total) }
+  },
+  rateCounters: async (tenantId) => {
+    const rows = await db.selectFrom("summary_rate_counters").select(["key", "window_start", "count"])
+      .where("tenant_id", "=", tenantId).orderBy("key").orderBy("window_start").execute()
+    return rows.map((row) => ({ ...row, count: Number(row.count) }))
   }
 })

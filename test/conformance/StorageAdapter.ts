@@ -14,6 +14,7 @@ import type { InboundPayloadRecord, InboundSource } from "../../src/ports/Inboun
 import type { ListRecord, MarketingOptOutRecord, SubscriptionRecord } from "../../src/ports/ListStore.ts"
 import type { MessageRecord, MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
+import type { CreditBalance, CreditEntryRecord, SummaryRecord } from "../../src/ports/SummaryStore.ts"
 import type { TeamChatChannelRecord, TeamChatMemberRecord, TeamChatMessageRecord } from "../../src/ports/TeamChatStore.ts"
 import type { TenantRecord } from "../../src/ports/TenantStore.ts"
 import type { FanOutLease, WebhookDeliveryRecord } from "../../src/ports/WebhookDeliveryStore.ts"
@@ -116,6 +117,21 @@ export interface StoredRows {
   readonly teamChatMembers: (tenantId: string) => Promise<ReadonlyArray<TeamChatMemberRecord>>
   /** Every team chat message written in the tenant, with its files in order, in any order. */
   readonly teamChatMessages: (tenantId: string) => Promise<ReadonlyArray<TeamChatMessageRecord>>
+  /** Every attachment summary of the tenant, by id. */
+  readonly attachmentSummaries: (tenantId: string) => Promise<ReadonlyArray<SummaryRecord>>
+  /** Every AI credit ledger line of the tenant, by id. */
+  readonly creditEntries: (tenantId: string) => Promise<ReadonlyArray<CreditEntryRecord>>
+  /** The tenant's stored credit balance row; `undefined` before its first ledger line. */
+  readonly creditBalance: (tenantId: string) => Promise<CreditBalance | undefined>
+  /** Every summary request counter of the tenant, by key and then window start. */
+  readonly rateCounters: (tenantId: string) => Promise<ReadonlyArray<StoredRateCounter>>
+}
+
+/** A summary request counter as stored: requests counted for a key in the window starting at `window_start`. */
+export interface StoredRateCounter {
+  readonly key: string
+  readonly window_start: string
+  readonly count: number
 }
 
 /** The name of one reader of `StoredRows`: a table a suite checks writes in. */

@@ -81,6 +81,17 @@ export const tenantStoreSuite: Suite<TenantStore | AccountStore, "tenant"> = mak
       expect(await h().stored.tenant(tenant.id)).toEqual({ ...tenant, sms_enabled: false, updated_at: "2026-11-23T10:00:00.000Z" })
     })
 
+    it("turns AI features on and off at the given time, touching nothing else, and reports that it did", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const setAi = (id: string, enabled: boolean, at: string) => h().run(TenantStore.use((s) => s.setAiFeaturesEnabled(id, enabled, at)))
+
+      expect(await setAi(tenant.id, true, "2026-11-23T09:00:00.000Z")).toBe(true)
+      expect(await h().stored.tenant(tenant.id)).toEqual({ ...tenant, ai_features_enabled: true, updated_at: "2026-11-23T09:00:00.000Z" })
+      expect(await setAi(tenant.id, false, "2026-11-23T10:00:00.000Z")).toBe(true)
+      expect(await h().stored.tenant(tenant.id)).toEqual({ ...tenant, ai_features_enabled: false, updated_at: "2026-11-23T10:00:00.000Z" })
+      expect(await setAi(tenantRecord(tenant.billing_account_id).id, true, "2026-11-23T11:00:00.000Z")).toBe(false)
+    })
+
     it("switches nothing and reports false for an unknown tenant", async () => {
       const { tenant } = await h().run(seedTenant)
       const unknown = tenantRecord(tenant.billing_account_id)

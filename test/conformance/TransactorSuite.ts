@@ -15,6 +15,7 @@ import { ListStore } from "../../src/ports/ListStore.ts"
 import { MessageStore, type MessageStatusReport } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
+import { SummaryStore } from "../../src/ports/SummaryStore.ts"
 import { TeamChatStore } from "../../src/ports/TeamChatStore.ts"
 import { TenantStore } from "../../src/ports/TenantStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
@@ -47,6 +48,8 @@ import {
   outboxEvent,
   seedTenant,
   subscriptionRecord,
+  summaryRecord,
+  creditGrant,
   tagRecord,
   teamChatChannelRecord,
   teamChatMessageRecord,
@@ -61,6 +64,9 @@ import type { StoredTable } from "./StorageAdapter.ts"
 class UseCaseFailed extends Schema.TaggedError<UseCaseFailed>()("UseCaseFailed", {}) {}
 
 const CHANGED_AT = "2026-11-23T09:00:00.000Z"
+
+/** The summary request window the rows count one request in. */
+const RATE_WINDOW = "2026-11-22T10:15:00.000Z"
 
 /** The readers the Transactor suite checks with: every table's but the fan-out leases'. */
 type EveryTable = Exclude<StoredTable, "fanOutLease">
@@ -144,7 +150,9 @@ const rowsOfEveryPort = () => {
     contactTag: { tenant_id: tenant.id, contact_id: contact.id, tag_id: tag.id, tagged_at: "2026-11-22T10:17:00.000Z" },
     teamChatChannel,
     teamChatMember: { channel_id: teamChatChannel.id, user_id: user.id, tenant_id: tenant.id, joined_at: teamChatChannel.created_at },
-    teamChatMessage: teamChatMessageRecord(teamChatChannel, { author_user_id: user.id, attachment_ids: [globalThis.crypto.randomUUID()] })
+    teamChatMessage: teamChatMessageRecord(teamChatChannel, { author_user_id: user.id, attachment_ids: [globalThis.crypto.randomUUID()] }),
+    summary: summaryRecord(tenant.id),
+    credit: creditGrant(tenant.id, 7)
   }
 }
 type Rows = ReturnType<typeof rowsOfEveryPort>
@@ -195,6 +203,13 @@ const insertEvery = (rows: Rows) =>
     )
     yield* TeamChatStore.use((s) =>
       Effect.andThen(s.insertChannel(rows.teamChatChannel, [rows.teamChatMember]), s.insertMessage(rows.teamChatMessage))
+    )
+    yield* SummaryStore.use((s) =>
+      Effect.all([
+        s.insertPending(rows.summary),
+        s.addCredits(rows.credit),
+        s.takeRequest(rows.tenant.id, RATE_WINDOW, [{ key: "workspace", limit: 60 }])
+      ], { discard: true })
     )
   })
 
@@ -258,6 +273,23 @@ const changeEvery = (rows: Rows) =>
         s.tagContact(rows.tenant.id, rows.contact.id, globalThis.crypto.randomUUID(), CHANGED_AT),
         Effect.map(s.tagsOf(rows.tenant.id, rows.contact.id), (tagIds) => tagIds.length === 2)
       )
+    ),
+    summary: SummaryStore.use((s) =>
+      s.settle(rows.tenant.id, rows.summary.id, 1, {
+        status: "ok",
+        text: "Changed",
+        sections: [],
+        pages_read: 1,
+        pages_total: 1,
+        truncated: false,
+        model: "test",
+        error: null,
+        updated_at: CHANGED_AT
+      })
+    ),
+    credits: SummaryStore.use((s) => s.addCredits(creditGrant(rows.tenant.id, 5, { created_at: CHANGED_AT }))),
+    counter: SummaryStore.use((s) =>
+      Effect.map(s.takeRequest(rows.tenant.id, RATE_WINDOW, [{ key: "workspace", limit: 60 }]), Option.isNone)
     )
   })
 
@@ -281,7 +313,10 @@ const EVERY_CHANGE = {
   batches: true,
   flowDefinition: true,
   flowSession: true,
-  contactTag: true
+  contactTag: true,
+  summary: true,
+  credits: true,
+  counter: true
 }
 
 /** Every row of `rows` as stored, `undefined` or an empty list where there is none. */
@@ -320,7 +355,11 @@ const storedOf = async (h: UseHarness<never, EveryTable>, rows: Rows) => ({
   contactTags: await h().stored.contactTags(rows.tenant.id),
   teamChatChannels: await h().stored.teamChatChannels(rows.tenant.id),
   teamChatMembers: await h().stored.teamChatMembers(rows.tenant.id),
-  teamChatMessages: await h().stored.teamChatMessages(rows.tenant.id)
+  teamChatMessages: await h().stored.teamChatMessages(rows.tenant.id),
+  attachmentSummaries: await h().stored.attachmentSummaries(rows.tenant.id),
+  creditEntries: await h().stored.creditEntries(rows.tenant.id),
+  creditBalance: await h().stored.creditBalance(rows.tenant.id),
+  rateCounters: await h().stored.rateCounters(rows.tenant.id)
 })
 
 /** `rows` as `storedOf` reads them once stored. */
@@ -359,7 +398,11 @@ const asStored = (rows: Rows) => ({
   contactTags: [rows.contactTag],
   teamChatChannels: [rows.teamChatChannel],
   teamChatMembers: [rows.teamChatMember],
-  teamChatMessages: [rows.teamChatMessage]
+  teamChatMessages: [rows.teamChatMessage],
+  attachmentSummaries: [rows.summary],
+  creditEntries: [rows.credit],
+  creditBalance: { balance: 7, charged_total: 0 },
+  rateCounters: [{ key: "workspace", window_start: RATE_WINDOW, count: 1 }]
 })
 
 const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Transactor.use((t) => t.withTransaction(effect))
@@ -402,7 +445,11 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
     "contactTags",
     "teamChatChannels",
     "teamChatMembers",
-    "teamChatMessages"
+    "teamChatMessages",
+    "attachmentSummaries",
+    "creditEntries",
+    "creditBalance",
+    "rateCounters"
   ],
   tests: (h) => {
     it("stays usable after a tenant insert found its slug taken: the next write in it commits", async () => {
@@ -466,7 +513,11 @@ export const transactorSuite: Suite<StoragePorts, EveryTable> = makeSuite({
         contactTags: [],
         teamChatChannels: [],
         teamChatMembers: [],
-        teamChatMessages: []
+        teamChatMessages: [],
+        attachmentSummaries: [],
+        creditEntries: [],
+        creditBalance: undefined,
+        rateCounters: []
       })
     })
 

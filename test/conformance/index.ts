@@ -29,6 +29,7 @@ import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
 import { retentionSuite } from "./RetentionSuite.ts"
 import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
+import { summaryStoreSuite } from "./SummaryStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
 import { teamChatStoreSuite } from "./TeamChatStoreSuite.ts"
 import { templateStoreSuite } from "./TemplateStoreSuite.ts"
@@ -69,6 +70,7 @@ export {
   outboxStoreSuite,
   retentionSuite,
   sendingLimitStoreSuite,
+  summaryStoreSuite,
   teamChatStoreSuite,
   templateStoreSuite,
   tenantIsolationSuite,
@@ -100,6 +102,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   listStoreSuite,
   campaignStoreSuite,
   flowStoreSuite,
+  summaryStoreSuite,
   teamChatStoreSuite,
   tenantIsolationSuite,
   atomicitySuite,

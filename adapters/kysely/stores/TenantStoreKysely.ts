@@ -42,6 +42,10 @@ export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection>
         query(connection, (db) =>
           db.updateTable("tenants").set({ sms_enabled: toFlag(enabled), updated_at: at }).where("id", "=", tenantId)
             .executeTakeFirst()).pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
+      setAiFeaturesEnabled: (tenantId, enabled, at) =>
+        query(connection, (db) =>
+          db.updateTable("tenants").set({ ai_features_enabled: toFlag(enabled), updated_at: at }).where("id", "=", tenantId)
+            .executeTakeFirst()).pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
       slugTaken: (slug) =>
         query(connection, (db) => db.selectFrom("tenants").select("id").where("slug", "=", slug).executeTakeFirst())
           .pipe(Effect.map((row) => row !== undefined))
