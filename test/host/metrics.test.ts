@@ -21,6 +21,9 @@ const sqlite = hostBackends[0]!
 /** The label names a scrape may carry by default: closed sets, never a tenant's or an endpoint's id. */
 const BOUNDED_LABELS = new Set(["outcome", "state", "source", "operation", "kind", "reason", "le"])
 
+/** Labels only OMNI_METRICS_TENANT_LABELS=1 adds: a query may group by them (a no-op without), never match on them. */
+const TENANT_LABELS = new Set(["tenant_id", "endpoint_id"])
+
 describe("metrics on the reference host (SQLite)", () => {
   let host: HostProcess
   let plain: HostProcess
@@ -316,7 +319,10 @@ describe("metrics on the reference host (SQLite)", () => {
           expect(family, `${panel.title}: ${metric} is not exposed`).toBeDefined()
           charted.add(family!.name)
           const known = new Set(family!.samples.flatMap((sample) => Object.keys(sample.labels)))
-          for (const label of labels) expect(known, `${panel.title}: ${metric} has no label ${label}`).toContain(label)
+          for (const label of labels.matched) expect(known, `${panel.title}: ${metric} has no label ${label}`).toContain(label)
+          for (const label of labels.grouped) {
+            if (!TENANT_LABELS.has(label)) expect(known, `${panel.title}: ${metric} has no label ${label}`).toContain(label)
+          }
         }
       }
     }
@@ -343,8 +349,8 @@ const PROMQL_WORDS = new Set([
  * reading good enough for the dashboard's own queries: selectors `name{…}[…]`, `by (…)` groupings
  * (which name the labels of the metric they aggregate), numbers and the functions above.
  */
-const promqlReferences = (expr: string): Array<{ metric: string; labels: Array<string> }> => {
-  const found: Array<{ metric: string; labels: Array<string> }> = []
+const promqlReferences = (expr: string): Array<{ metric: string; labels: { matched: Array<string>; grouped: Array<string> } }> => {
+  const found: Array<{ metric: string; labels: { matched: Array<string>; grouped: Array<string> } }> = []
   const grouping: Array<string> = []
   const text = expr.replace(/\[[^\]]*\]/g, "").replace(/\b(by|without)\s*\(([^)]*)\)/g, (_, _word, names: string) => {
     grouping.push(...names.split(",").map((n) => n.trim()).filter((n) => n !== ""))
@@ -355,10 +361,10 @@ const promqlReferences = (expr: string): Array<{ metric: string; labels: Array<s
     const name = match[1]!
     if (PROMQL_WORDS.has(name) || /^\d/.test(name)) continue
     const matchers = (match[3] ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "")
-    found.push({ metric: name, labels: matchers.map((m) => /^([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)/.exec(m)![1]!) })
+    const matched = matchers.map((m) => /^([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)/.exec(m)![1]!)
+    // A grouping names labels of the metrics the expression reads.
+    found.push({ metric: name, labels: { matched, grouped: grouping } })
   }
   expect(found.length, `no metric in ${expr}`).toBeGreaterThan(0)
-  // A grouping names labels of the metrics the expression reads.
-  for (const reference of found) reference.labels.push(...grouping)
   return found
 }
