@@ -7,6 +7,7 @@ import {
   type ChatPlatformError,
   type LibraryQuery
 } from "../../src/ports/ChatPlatform.ts"
+import { currentTraceparent } from "../../src/kernel/TraceContext.ts"
 import type { OutboundError, OutboundHttp, OutboundRequest, OutboundResponse } from "../../src/ports/OutboundHttp.ts"
 import { graphErrorFrom, parseJson, readGraphError, requestFailed } from "./GraphErrors.ts"
 
@@ -168,7 +169,10 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
     request: Omit<OutboundRequest, "timeoutMs">
   ): Effect.Effect<A, ChatPlatformError> =>
     Effect.gen(function*() {
-      const response = yield* outbound.request({ ...request, timeoutMs }).pipe(Effect.mapError(unanswered))
+      // The operator is the host's own, not a tenant's receiver: it gets the call's trace context.
+      const traceparent = yield* currentTraceparent
+      const headers = traceparent === undefined ? request.headers : { ...request.headers, traceparent }
+      const response = yield* outbound.request({ ...request, headers, timeoutMs }).pipe(Effect.mapError(unanswered))
       if (response.status < 200 || response.status > 299) return yield* graphErrorFrom(response.status, response.body)
       const json = parseJson(response.body)
       if (Option.isNone(json)) {
@@ -179,7 +183,7 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
       return yield* decode(json.value).pipe(Effect.mapError((error) =>
         requestFailed("other", `the operator's answer was not the expected shape: ${error.message}`, response.status)
       ))
-    })
+    }).pipe(Effect.withSpan("GraphChatPlatform.request", { kind: "client", attributes: { "http.request.method": request.method } }))
 
   const get = <A>(
     decode: (input: unknown) => Effect.Effect<A, Schema.SchemaError>,

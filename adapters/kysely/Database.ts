@@ -168,6 +168,8 @@ export interface OutboxEventsTable {
   created_at: string
   data: string
   fanned_out_at: string | null
+  /** The `traceparent` of the span that appended the event; null when tracing was off. */
+  trace_context: string | null
 }
 
 export interface ChannelsTable {
@@ -231,6 +233,8 @@ export interface WebhookEndpointsTable {
   created_at: string
   updated_at: string | null
   check_lease_until: string | null
+  /** Whether deliveries carry `traceparent` to the receiver (ours, not the spec's). */
+  propagate_trace_context: Flag
 }
 
 export interface WebhookDeliveriesTable {
@@ -253,6 +257,8 @@ export interface WebhookDeliveriesTable {
   previous_delivery_id: string | null
   lease_expires_at: string | null
   created_at: string
+  /** The `traceparent` of the event's span, copied from the outbox; null when tracing was off. */
+  trace_context: string | null
 }
 
 /** The database handle every store takes: the root instance or a transaction of it. */

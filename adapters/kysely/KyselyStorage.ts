@@ -253,3 +253,4 @@ export const layerManaged = (
 export { type Dialect, migrate } from "./Migrations.ts"
 export { type Database } from "./Database.ts"
 export { KyselyConnection } from "./Connection.ts"
+export { checkStorageReadiness, type StorageReadiness } from "./Readiness.ts"

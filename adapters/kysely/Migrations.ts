@@ -16,6 +16,7 @@ import * as Campaigns from "./migrations/2026_11_26_0012_campaigns.ts"
 import * as Flows from "./migrations/2026_11_26_0013_flows.ts"
 import * as Summaries from "./migrations/2026_11_26_0014_summaries.ts"
 import * as TeamChat from "./migrations/2026_11_26_0015_team_chat.ts"
+import * as TraceContext from "./migrations/2026_11_26_0016_trace_context.ts"
 import * as RetentionIndexes from "./migrations/2026_11_26_0017_retention_indexes.ts"
 
 /** The SQL dialects the adapter speaks. */
@@ -40,8 +41,12 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0013_flows", Flows.up],
   ["2026_11_26_0014_summaries", Summaries.up],
   ["2026_11_26_0015_team_chat", TeamChat.up],
+  ["2026_11_26_0016_trace_context", TraceContext.up],
   ["2026_11_26_0017_retention_indexes", RetentionIndexes.up]
 ]
+
+/** The names of every migration this code knows, in the order they run. */
+export const migrationNames = (): ReadonlyArray<string> => MIGRATIONS.map(([name]) => name)
 
 // Any fixed 64-bit number; it only has to differ from other applications' advisory locks.
 const MIGRATION_LOCK = 7_342_118_905_221n

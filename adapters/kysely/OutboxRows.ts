@@ -1,4 +1,5 @@
 import { type EventEnvelope, rememberEnvelopeJson } from "../../src/kernel/EventEnvelope.ts"
+import { rememberTraceContext } from "../../src/kernel/TraceContext.ts"
 
 // An `outbox_events` row as read: the envelope's columns, with `data` still the stored JSON text.
 type OutboxRow = Omit<EventEnvelope, "data"> & { readonly data: string }
@@ -30,8 +31,14 @@ export const toEvent = ({ data, ...row }: OutboxRow): EventEnvelope => {
   return event
 }
 
-/** A row read with its place in the outbox, as fan-out takes it. */
-export const toPlaced = ({ seq, ...row }: OutboxRow & { readonly seq: number | string }) => ({
-  seq: Number(seq),
-  event: toEvent(row)
-})
+/**
+ * A row read with its place in the outbox, as fan-out takes it; the trace context it was appended
+ * under, when read too, travels with the event (`traceContextOf`).
+ */
+export const toPlaced = (
+  { seq, trace_context, ...row }: OutboxRow & { readonly seq: number | string; readonly trace_context?: string | null }
+) => {
+  const event = toEvent(row)
+  rememberTraceContext(event, trace_context)
+  return { seq: Number(seq), event }
+}

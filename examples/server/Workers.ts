@@ -4,7 +4,7 @@ import type { Workers } from "omnichannel-core"
 /**
  * For the manual test clock: starts `count` loops that each run due work and, when none was found,
  * wait `idleMs` (real time: the test clock moves "now", not the poll interval) before looking
- * again. `stop` waits for the current round to finish.
+ * again. `stop` waits for the current round to finish; each round beats (`heartbeats`).
  */
 export const startWorkers = (
   count: number,
@@ -12,8 +12,10 @@ export const startWorkers = (
   options: { readonly idleMs: number; readonly onError: (error: unknown) => void }
 ): Workers => {
   const controller = new AbortController()
-  const loop = async () => {
+  const beats = new Map<string, number>()
+  const loop = async (_: unknown, worker: number) => {
     while (!controller.signal.aborted) {
+      beats.set(`drain#${worker}`, Date.now())
       let done = 0
       try {
         done = await drain()
@@ -28,6 +30,7 @@ export const startWorkers = (
     stop: async () => {
       controller.abort()
       await Promise.all(loops)
-    }
+    },
+    heartbeats: () => beats
   }
 }

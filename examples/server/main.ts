@@ -5,7 +5,10 @@ import { makeManualClock } from "omnichannel-core/clock"
 import { makeGuardedHttp, parseOutboundAllow } from "omnichannel-core/http"
 import { makeFileMailer, makeSmtpMailer } from "omnichannel-core/mail"
 import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
+import { Effect, Option } from "effect"
+import { checkStorageReadiness, KyselyConnection } from "omnichannel-core/kysely"
 import { readConfig } from "./Config.ts"
+import { withHealthRoutes } from "./Health.ts"
 import {
   observabilityLayer,
   readObservability,
@@ -107,7 +110,16 @@ const main = async () => {
     await outbound.close()
     await smtp?.close()
   }
-  const server = await serve(served, { port: config.port, host: config.host }).catch(async (error: unknown) => {
+  // GET /healthz and /readyz (outside /api/v1, no auth): the database and its migrations, the workers' heartbeats.
+  const connection = Option.getOrUndefined(await app.run(Effect.serviceOption(KyselyConnection)))
+  const checked = withHealthRoutes({
+    storage: () =>
+      connection === undefined
+        ? Promise.resolve({ database: "fail", migrations: "unknown", problem: "no database connection" })
+        : checkStorageReadiness(connection),
+    heartbeats: () => workers.heartbeats?.() ?? new Map()
+  }, served)
+  const server = await serve(checked, { port: config.port, host: config.host }).catch(async (error: unknown) => {
     await release()
     throw error
   })

@@ -62,6 +62,7 @@ import { ListService } from "../lists/ListService.ts"
 import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
+import { WallClock } from "../kernel/WallClock.ts"
 import { Mailer, MailerError } from "../ports/Mailer.ts"
 import { Summarizer, SummarizerError } from "../ports/Summarizer.ts"
 import { summaryRoutes } from "../summaries/SummaryRoutes.ts"
@@ -367,6 +368,11 @@ export interface WorkerOptions {
 export interface Workers {
   /** Asks every worker to stop and resolves once each has recorded what it held. */
   readonly stop: () => Promise<void>
+  /**
+   * When each worker's loop of each job last showed it was alive, in real epoch milliseconds, by
+   * `job#worker`: a loop silent for long is stuck (a readiness check reads this).
+   */
+  readonly heartbeats?: () => ReadonlyMap<string, number>
 }
 
 /** A running instance of the library, for hosts that are not written with Effect. */
@@ -481,17 +487,20 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
           workerOptions.onError === undefined
             ? Effect.logError("background job failed", cause).pipe(Effect.annotateLogs({ job }))
             : Effect.sync(() => workerOptions.onError!(job, Cause.squash(cause)))
+        const wall = runtime.runSync(WallClock)
+        const beats = new Map<string, number>()
         const fiber = runtime.runFork(Effect.flatMap(BackgroundWork, (work) =>
           Effect.forEach(
             Array.from({ length: workerOptions.count ?? 1 }),
-            () => runWorker(work.jobs, running, onError),
+            (_, worker) => runWorker(work.jobs, running, onError, (job) => beats.set(`${job}#${worker}`, wall.nowMillis())),
             { concurrency: "unbounded", discard: true }
           )))
         return {
           stop: async () => {
             Deferred.doneUnsafe(stopping, Effect.void)
             await runtime.runPromise(Fiber.await(fiber))
-          }
+          },
+          heartbeats: () => beats
         }
       },
       metrics: () =>

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { SendingLimitService } from "../channels/SendingLimitService.ts"
 import type { TemplateService } from "../templates/TemplateService.ts"
+import { inJobSpan } from "../kernel/TraceContext.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
@@ -274,6 +275,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
         yield* work(current, nowMs)
       }
     }).pipe(
+      inJobSpan("CampaignEngine.batch", { attributes: { "tenant.id": campaign.tenant_id, "campaign.id": campaign.id } }),
       Effect.catchCause((cause) => Effect.logError(`campaign ${campaign.id}: round failed`, cause)),
       Effect.ensuring(Effect.ignore(store.release(campaign.tenant_id, campaign.id, holder)))
     )

@@ -1,5 +1,6 @@
 import { Cause, Clock, Effect, Option } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
+import { inJobSpan } from "../kernel/TraceContext.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import {
   CHATAPP_MEDIA_TYPES,
@@ -261,7 +262,11 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         leaseUntil: fromMillis(nowMs + settings.leaseSeconds * 1000),
         holder: yield* newId
       })
-      for (const claim of claims) yield* processOne(claim)
+      for (const claim of claims) {
+        yield* processOne(claim).pipe(inJobSpan("InboundProcessor.process", {
+          attributes: { "inbound.source": claim.payload.source, "inbound.payload_id": claim.payload.id }
+        }))
+      }
       return claims.length
     }).pipe(Effect.withSpan("InboundProcessor.runDue"))
 

@@ -1,6 +1,7 @@
 import type { WorkSignal } from "./WorkSignal.ts"
 import { Cause, Context, Deferred, Effect } from "effect"
 import type { StorageError } from "./StorageError.ts"
+import { untraced } from "./TraceContext.ts"
 
 /** Tells a long-running job when to wind down, and how long to wait between looks when idle. */
 export interface Running {
@@ -8,6 +9,8 @@ export interface Running {
   readonly stopping: Deferred.Deferred<void>
   /** Real milliseconds to wait before looking again after finding nothing to do. */
   readonly idleMs: number
+  /** A job that works as a pipeline (`runUntil`) calls this at each of its rounds: it is alive. */
+  readonly beat?: () => void
 }
 
 /**
@@ -40,7 +43,7 @@ export const drainDueWork = (jobs: ReadonlyArray<BackgroundJob>, maxRounds = 10_
     let total = 0
     for (let round = 0; round < maxRounds; round++) {
       let done = 0
-      for (const job of jobs) done += yield* job.runDue
+      for (const job of jobs) done += yield* untraced(job.runDue)
       total += done
       if (done === 0) break
     }
@@ -63,17 +66,23 @@ export const idle = (running: Running, ms = running.idleMs): Effect.Effect<void>
 /**
  * One worker: every job in its own loop, at once, until `running.stopping` completes; then each
  * finishes what it holds. A failed round is reported to `onError` and the loop goes on after an
- * idle wait: a database that is briefly away must not stop background work for good.
+ * idle wait: a database that is briefly away must not stop background work for good. `onBeat` hears
+ * each loop's rounds (a pipeline's too), so a host can tell a live worker from a stuck one. Rounds
+ * run untraced: only the work they find makes spans (`inJobSpan`).
  */
 export const runWorker = (
   jobs: ReadonlyArray<BackgroundJob>,
   running: Running,
-  onError: (job: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  onError: (job: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>,
+  onBeat: (job: string) => void = () => undefined
 ): Effect.Effect<void> =>
   Effect.forEach(jobs, (job) =>
     Effect.gen(function*() {
+      const beat = () => onBeat(job.name)
+      const pipeline: Running = { ...running, beat }
       while (!(yield* Deferred.isDone(running.stopping))) {
-        const round = job.runUntil === undefined ? job.runDue : Effect.as(job.runUntil(running), 1)
+        beat()
+        const round = untraced(job.runUntil === undefined ? job.runDue : Effect.as(job.runUntil(pipeline), 1))
         const mark = job.wake?.mark()
         const exit = yield* Effect.exit(round)
         if (exit._tag === "Failure") {

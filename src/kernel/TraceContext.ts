@@ -59,3 +59,39 @@ export const traceContextOf = (envelope: EventEnvelope): Tracer.ExternalSpan | u
 
 /** The stored `traceparent` of `envelope`, as text, when it was traced. */
 export const traceparentTextOf = (envelope: EventEnvelope): string | null => contexts.get(envelope) ?? null
+
+/** The most links a background job's span keeps to the spans that caused its work. */
+const MAX_LINKS = 128
+
+/**
+ * Runs `effect` as background work of its own: a root span `name`, linked to the spans that caused
+ * the work (`causes`, each once, at most 128), traced even though the polling around it is not (see
+ * `runWorker`), so its use cases appear as its children.
+ */
+export const inJobSpan = (
+  name: string,
+  options: {
+    readonly causes?: Iterable<Tracer.AnySpan | undefined>
+    readonly attributes?: Readonly<Record<string, unknown>>
+  } = {}
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const links: Array<Tracer.SpanLink> = []
+  const seen = new Set<string>()
+  for (const span of options.causes ?? []) {
+    if (span === undefined || seen.has(span.spanId) || links.length >= MAX_LINKS) continue
+    seen.add(span.spanId)
+    links.push({ span, attributes: {} })
+  }
+  return effect.pipe(
+    Effect.withSpan(name, { root: true, links, ...(options.attributes === undefined ? {} : { attributes: options.attributes }) }),
+    Effect.withTracerEnabled(true)
+  )
+}
+
+/**
+ * Runs `effect` untraced: background polling that finds nothing is not worth a span, and would
+ * export one every few milliseconds. Work found runs in `inJobSpan`s.
+ */
+export const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withTracerEnabled(effect, false)

@@ -46,6 +46,8 @@ export interface WebhookEndpointRecord extends EndpointState {
   readonly retry_strategy: RetryStrategy
   readonly max_retries: number
   readonly timeout_seconds: number
+  /** Whether requests to the receiver carry the W3C `traceparent` of their span (ours; off by default). */
+  readonly propagate_trace_context: boolean
   readonly created_at: string
   readonly updated_at: string | null
 }

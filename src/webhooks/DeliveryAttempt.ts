@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { type EventEnvelope, envelopeJson } from "../kernel/EventEnvelope.ts"
+import { currentTraceparent } from "../kernel/TraceContext.ts"
 import { WallClock } from "../kernel/WallClock.ts"
 import { HmacSigner } from "../ports/HmacSigner.ts"
 import { type OutboundError, OutboundHttp, type OutboundRequest, type OutboundResponse } from "../ports/OutboundHttp.ts"
@@ -17,15 +18,24 @@ export interface Outcome {
 /** The most of a receiver's answer that is read; the rest is cut off. */
 const MAX_RESPONSE_BYTES = 64 * 1024
 
-/** The POST delivering `body` to `endpoint`, with its signature headers. */
-export const requestOf = (endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders): OutboundRequest => ({
+/**
+ * The POST delivering `body` to `endpoint`, with its signature headers, and `traceparent` when given
+ * (only to an endpoint that opted in: see `propagate_trace_context`).
+ */
+export const requestOf = (
+  endpoint: WebhookEndpointRecord,
+  body: string,
+  signature: SignatureHeaders,
+  traceparent?: string
+): OutboundRequest => ({
   method: "POST",
   url: endpoint.url,
   headers: {
     "content-type": "application/json",
     "user-agent": "omnichannel-core-webhooks/1",
     ...signature,
-    ...(endpoint.authorization_header === null ? {} : { authorization: endpoint.authorization_header })
+    ...(endpoint.authorization_header === null ? {} : { authorization: endpoint.authorization_header }),
+    ...(traceparent === undefined ? {} : { traceparent })
   },
   body,
   timeoutMs: endpoint.timeout_seconds * 1000,
@@ -67,9 +77,17 @@ export const makeAttemptOnce = Effect.gen(function*() {
       { secret: endpoint.secret, messageId: envelope.id, timestampSeconds: wall.nowMillis() / 1000, body },
       signer
     )
-    return yield* outbound.request(requestOf(endpoint, body, signature)).pipe(
-      Effect.map(answered),
-      Effect.catchTag("OutboundError", (e) => Effect.succeed(unanswered(e)))
-    )
+    // The request is a span of its own (a child of the request or job asking for it); the receiver
+    // sees its `traceparent` only when the endpoint opted in.
+    return yield* Effect.gen(function*() {
+      const traceparent = endpoint.propagate_trace_context ? yield* currentTraceparent : undefined
+      return yield* outbound.request(requestOf(endpoint, body, signature, traceparent)).pipe(
+        Effect.map(answered),
+        Effect.catchTag("OutboundError", (e) => Effect.succeed(unanswered(e)))
+      )
+    }).pipe(Effect.withSpan("WebhookEndpoint.request", {
+      kind: "client",
+      attributes: { "tenant.id": endpoint.tenant_id, "webhook.endpoint_id": endpoint.id, "webhook.event_type": envelope.type }
+    }))
   })
 })

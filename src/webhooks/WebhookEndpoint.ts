@@ -64,7 +64,9 @@ const settingsFields = {
   timeout_seconds: Schema.optionalKey(between(WEBHOOK_LIMITS.timeout_seconds)),
   source_filter_mode: Schema.optionalKey(SourceFilterMode),
   filtered_channel_ids: Schema.optionalKey(Schema.NullOr(Ids)),
-  filtered_email_integration_ids: Schema.optionalKey(Schema.NullOr(Ids))
+  filtered_email_integration_ids: Schema.optionalKey(Schema.NullOr(Ids)),
+  // Ours, not the spec's: whether deliveries carry the W3C `traceparent` of their span.
+  propagate_trace_context: Schema.optionalKey(Schema.Boolean)
 }
 
 /** Body of `POST /webhook-endpoints`. */
@@ -108,6 +110,7 @@ export const WebhookEndpoint = Schema.Struct({
   retry_strategy: RetryStrategy,
   max_retries: Schema.Int,
   timeout_seconds: Schema.Int,
+  propagate_trace_context: Schema.Boolean,
   last_success_at: Schema.NullOr(Schema.String),
   last_failure_at: Schema.NullOr(Schema.String),
   last_error: Schema.NullOr(Schema.String),
@@ -155,6 +158,7 @@ export const toWebhookEndpoint = (record: WebhookEndpointRecord): WebhookEndpoin
   retry_strategy: record.retry_strategy,
   max_retries: record.max_retries,
   timeout_seconds: record.timeout_seconds,
+  propagate_trace_context: record.propagate_trace_context,
   last_success_at: record.last_success_at,
   last_failure_at: record.last_failure_at,
   last_error: record.last_error,

@@ -78,6 +78,7 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
             retry_strategy: request.retry_strategy ?? "exponential",
             max_retries: request.max_retries ?? WEBHOOK_LIMITS.max_retries.default,
             timeout_seconds: request.timeout_seconds ?? WEBHOOK_LIMITS.timeout_seconds.default,
+            propagate_trace_context: request.propagate_trace_context ?? false,
             created_at: yield* now,
             updated_at: null
           }
@@ -112,6 +113,7 @@ export class WebhookEndpointService extends Context.Service<WebhookEndpointServi
               retry_strategy: request.retry_strategy ?? before.retry_strategy,
               max_retries: request.max_retries ?? before.max_retries,
               timeout_seconds: request.timeout_seconds ?? before.timeout_seconds,
+              propagate_trace_context: request.propagate_trace_context ?? before.propagate_trace_context,
               source_filter_mode: mode,
               filtered_channel_ids: mode === "selected"
                 ? (request.filtered_channel_ids !== undefined ? request.filtered_channel_ids : before.filtered_channel_ids) ?? []

@@ -226,6 +226,7 @@ export const webhookEndpointRecord = (tenantId: string, overrides: Partial<Webho
     retry_strategy: "exponential",
     max_retries: 8,
     timeout_seconds: 30,
+    propagate_trace_context: false,
     ...EndpointMachine.make(),
     created_at: AT,
     updated_at: null,

@@ -122,7 +122,8 @@ const WEBHOOK_ENDPOINT_COLUMNS = [
   "id", "tenant_id", "name", "url", "secret", "authorization_header", "subscribed_events", "source_filter_mode",
   "filtered_channel_ids", "filtered_email_integration_ids", "retry_strategy", "max_retries", "timeout_seconds",
   "is_active", "is_verified", "consecutive_failures", "suspended_at", "next_reactivation_at", "reactivation_attempts",
-  "permanently_deactivated_at", "last_success_at", "last_failure_at", "last_error", "created_at", "updated_at"
+  "permanently_deactivated_at", "last_success_at", "last_failure_at", "last_error", "created_at", "updated_at",
+  "propagate_trace_context"
 ] as const
 const INBOUND_PAYLOAD_COLUMNS = [
   "id", "source", "route_key", "body", "content_type", "received_at", "status", "attempts", "next_attempt_at", "lease_until",
@@ -204,7 +205,8 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
       filtered_email_integration_ids: jsonList(row.filtered_email_integration_ids),
       retry_strategy: retryStrategy(row.retry_strategy),
       is_active: flag(row.is_active),
-      is_verified: flag(row.is_verified)
+      is_verified: flag(row.is_verified),
+      propagate_trace_context: flag(row.propagate_trace_context)
     }))
   },
   webhookDeliveries: async (tenantId) => {

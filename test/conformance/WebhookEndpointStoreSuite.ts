@@ -38,6 +38,7 @@ const everyFieldSet = (tenantId: string): WebhookEndpointRecord =>
     retry_strategy: "none",
     max_retries: 0,
     timeout_seconds: 60,
+    propagate_trace_context: true,
     is_active: false,
     is_verified: true,
     consecutive_failures: 20,

@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { type EventEnvelope, envelopeJson } from "../../../src/kernel/EventEnvelope.ts"
+import { rememberTraceContext, traceparentTextOf } from "../../../src/kernel/TraceContext.ts"
 import {
   type DeliverySave,
   type DeliveryStateOf,
@@ -44,11 +45,12 @@ const stateFromRow = <R extends Pick<WebhookDeliveriesTable, typeof MACHINE_COLU
   response_time_ms: row.response_time_ms === null ? null : Number(row.response_time_ms)
 })
 
-const fromRow = ({ lease_expires_at: _lease, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => ({
-  ...stateFromRow(row),
-  envelope: JSON.parse(row.envelope) as EventEnvelope,
-  outbox_seq: Number(row.outbox_seq)
-})
+// The trace context of the delivery's event travels with its envelope (`traceContextOf`).
+const fromRow = ({ lease_expires_at: _lease, trace_context, ...row }: WebhookDeliveriesTable): WebhookDeliveryRecord => {
+  const envelope = JSON.parse(row.envelope) as EventEnvelope
+  rememberTraceContext(envelope, trace_context)
+  return { ...stateFromRow(row), envelope, outbox_seq: Number(row.outbox_seq) }
+}
 
 /** Oldest first: by created_at, then by place in the outbox. */
 const byAge = (a: WebhookDeliveryRecord, b: WebhookDeliveryRecord): number =>
@@ -66,7 +68,8 @@ const INSERT_COLUMNS = [
   ...MACHINE_COLUMNS,
   "previous_delivery_id",
   "lease_expires_at",
-  "created_at"
+  "created_at",
+  "trace_context"
 ] as const
 
 /** PostgreSQL's types of the columns the hot statements pass that are not text (see `RawBatch`). */
@@ -86,7 +89,13 @@ const statements = (dialect: Dialect) => ({
     columns: INSERT_COLUMNS,
     values: ([d, leaseUntil]) =>
       INSERT_COLUMNS.map((column) =>
-        column === "envelope" ? envelopeJson(d.envelope) : column === "lease_expires_at" ? leaseUntil : d[column]
+        column === "envelope"
+          ? envelopeJson(d.envelope)
+          : column === "lease_expires_at"
+          ? leaseUntil
+          : column === "trace_context"
+          ? traceparentTextOf(d.envelope)
+          : d[column]
       ),
     types: NUMERIC_COLUMNS,
     // Only deliveries whose endpoint still exists in their tenant: a worker stores a delivery after its attempt, and the
@@ -246,12 +255,21 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
       // SQLite, a write transaction. On PostgreSQL one statement then marks the events and stores their
       // lease, so it needs no transaction of its own.
       takeFanOut: (limit, lease) => {
-        type Taken = { seq: number | string; id: string; tenant_id: string; type: string; event_id: string; created_at: string; data: string }
+        type Taken = {
+          seq: number | string
+          id: string
+          tenant_id: string
+          type: string
+          event_id: string
+          created_at: string
+          data: string
+          trace_context: string | null
+        }
         const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL
           ORDER BY seq LIMIT ${limit}${skipLocked(connection.dialect)}`
         const take = sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
           WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
-          RETURNING seq, id, tenant_id, type, event_id, created_at, data`
+          RETURNING seq, id, tenant_id, type, event_id, created_at, data, trace_context`
         const placed = (rows: ReadonlyArray<Taken>) => rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
         const takeAndLease = connection.dialect === "postgres"
           ? query(connection, (db) =>

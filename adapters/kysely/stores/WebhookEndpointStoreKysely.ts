@@ -21,7 +21,8 @@ const fromRow = ({ check_lease_until: _lease, ...row }: WebhookEndpointsTable): 
   consecutive_failures: Number(row.consecutive_failures),
   reactivation_attempts: Number(row.reactivation_attempts),
   is_active: fromFlag(row.is_active),
-  is_verified: fromFlag(row.is_verified)
+  is_verified: fromFlag(row.is_verified),
+  propagate_trace_context: fromFlag(row.propagate_trace_context)
 })
 
 const toRow = (endpoint: WebhookEndpointRecord): Omit<WebhookEndpointsTable, "check_lease_until"> => ({
@@ -32,7 +33,8 @@ const toRow = (endpoint: WebhookEndpointRecord): Omit<WebhookEndpointsTable, "ch
     ? null
     : JSON.stringify(endpoint.filtered_email_integration_ids),
   is_active: toFlag(endpoint.is_active),
-  is_verified: toFlag(endpoint.is_verified)
+  is_verified: toFlag(endpoint.is_verified),
+  propagate_trace_context: toFlag(endpoint.propagate_trace_context)
 })
 
 /** `WebhookEndpointStore` on Kysely. */

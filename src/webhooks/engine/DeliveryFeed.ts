@@ -71,6 +71,7 @@ export const makeDeliveryFeed = Effect.gen(function*() {
     const feed: FeedState = { claimsFound: true, claimsSkipped: 0, lastExpiredLook: undefined }
     return Effect.gen(function*() {
       while (running === undefined || !(yield* Deferred.isDone(running.stopping))) {
+        running?.beat?.()
         // Events this process commits from here on end the idle wait below.
         const mark = signal.mark()
         const at = yield* now

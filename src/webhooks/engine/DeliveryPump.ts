@@ -7,6 +7,7 @@ import { type OutboundError, OutboundHttp, type OutboundResponse } from "../../p
 import type { WebhookEndpointRecord } from "../../ports/WebhookEndpointStore.ts"
 import { answered, type Outcome, requestOf, unanswered } from "../DeliveryAttempt.ts"
 import { type SignatureHeaders, signThen } from "../Signature.ts"
+import { type AttemptSpan, makeAttemptSpans } from "./AttemptSpans.ts"
 import { DispatchSettings } from "./DispatchSettings.ts"
 import type { Attempted, Leased } from "./Leased.ts"
 import type { RunState } from "./RunState.ts"
@@ -52,6 +53,7 @@ export const makeDeliveryPump = Effect.gen(function*() {
     Effect.gen(function*() {
       const clock = yield* Clock.Clock
       const wall = yield* WallClock
+      const spanOf = yield* makeAttemptSpans
       const observe = yield* makeAttemptObserver
       const pump: PumpState = { ended: false, pumping: false, failure: undefined, wake: undefined, abandons: new Set() }
 
@@ -71,14 +73,16 @@ export const makeDeliveryPump = Effect.gen(function*() {
         pump.failure ??= Cause.squash(exit.cause)
         return undefined
       }
-      const post = (leased: Leased, endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders) => {
+      const post = (leased: Leased, endpoint: WebhookEndpointRecord, body: string, signature: SignatureHeaders, span: AttemptSpan) => {
         // `send` may answer before it returns (a URL refused at once): then there is nothing to abandon.
         let settled = false
         let abandon: (() => void) | undefined
-        abandon = outbound.send(requestOf(endpoint, body, signature), (exit) => {
+        abandon = outbound.send(requestOf(endpoint, body, signature, span.traceparent), (exit) => {
           settled = true
           if (abandon !== undefined) pump.abandons.delete(abandon)
-          settle(leased, outcomeOf(exit))
+          const outcome = outcomeOf(exit)
+          span.end(outcome)
+          settle(leased, outcome)
         })
         if (!settled) pump.abandons.add(abandon)
       }
@@ -96,11 +100,13 @@ export const makeDeliveryPump = Effect.gen(function*() {
           return void Queue.offerUnsafe(finished, [delivery, undefined, leased.batch])
         }
         run.inFlight += 1
+        const span = spanOf(leased, endpoint)
         const body = envelopeJson(delivery.envelope)
         const input = { secret: endpoint.secret, messageId: delivery.envelope.id, timestampSeconds: wall.nowMillis() / 1000, body }
         signThen(input, (signed) => {
-          if (Exit.isSuccess(signed)) return post(leased, endpoint, body, signed.value)
+          if (Exit.isSuccess(signed)) return post(leased, endpoint, body, signed.value, span)
           pump.failure ??= Cause.squash(signed.cause)
+          span.end(undefined)
           settle(leased, undefined)
         }, signer)
       }

@@ -1,6 +1,7 @@
 import { Effect, Option } from "effect"
 import type { EventEnvelope } from "../../kernel/EventEnvelope.ts"
 import { newId, newIdNow } from "../../kernel/Id.ts"
+import { inJobSpan, traceContextOf } from "../../kernel/TraceContext.ts"
 import { addSeconds, now } from "../../kernel/Timestamp.ts"
 import { OutboxStore } from "../../ports/OutboxStore.ts"
 import type { StorageError } from "../../ports/StorageError.ts"
@@ -100,6 +101,21 @@ export const makeFanOut = Effect.gen(function*() {
       const batch: Batch = { hold: { id: newIdNow(), holder: newIdNow() }, remaining: 0 }
       const claimed = yield* deliveries.takeFanOut(settings.fanOutBatch, { ...batch.hold, fanned_at: at, lease_until: leaseUntil })
       if (claimed.length === 0) return NOTHING_FANNED
+      return yield* fanOutClaimed(claimed, batch, round, at, leaseUntil).pipe(inJobSpan("WebhookDispatcher.fanOut", {
+        causes: claimed.map(({ event }) => traceContextOf(event)),
+        attributes: { "outbox.events": claimed.length }
+      }))
+    })
+
+  // The deliveries of the events a fan-out took, under its lease `batch` (see `fanOut`).
+  const fanOutClaimed = (
+    claimed: ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>,
+    batch: Batch,
+    round: number,
+    at: string,
+    leaseUntil: string
+  ): Effect.Effect<FannedOut, StorageError> =>
+    Effect.gen(function*() {
       const leaseUntilMs = Date.parse(leaseUntil)
       const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
       const queued = new Map<string, number>()

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { addSeconds, now } from "../../kernel/Timestamp.ts"
+import { inJobSpan } from "../../kernel/TraceContext.ts"
 import type { StorageError } from "../../ports/StorageError.ts"
 import { WebhookEndpointStore } from "../../ports/WebhookEndpointStore.ts"
 import { makeEndpointCheck } from "../EndpointCheck.ts"
@@ -16,7 +17,10 @@ export const makeReverification = Effect.gen(function*() {
   return Effect.gen(function*() {
     const at = yield* now
     const claimed = yield* endpoints.claimDueChecks(at, addSeconds(at, settings.leaseSeconds), settings.checkBatch)
-    yield* Effect.forEach(claimed, (endpoint) => check(endpoint, "re-verification"), {
+    yield* Effect.forEach(claimed, (endpoint) =>
+      check(endpoint, "re-verification").pipe(inJobSpan("WebhookDispatcher.reverify", {
+        attributes: { "tenant.id": endpoint.tenant_id, "webhook.endpoint_id": endpoint.id }
+      })), {
       concurrency: settings.checkBatch,
       discard: true
     })
