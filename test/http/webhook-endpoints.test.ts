@@ -103,6 +103,7 @@ describe.each(testDatabases)("webhook endpoints on $name", (database) => {
         retry_strategy: "exponential",
         max_retries: 8,
         timeout_seconds: 30,
+        propagate_trace_context: false,
         last_success_at: null,
         last_failure_at: null,
         last_error: null,
@@ -251,6 +252,7 @@ describe.each(testDatabases)("webhook endpoints on $name", (database) => {
       ["timeout_seconds 4", { timeout_seconds: 4 }, ["body", "timeout_seconds"]],
       ["timeout_seconds 61", { timeout_seconds: 61 }, ["body", "timeout_seconds"]],
       ["timeout_seconds null", { timeout_seconds: null }, ["body", "timeout_seconds"]],
+      ["propagate_trace_context as text", { propagate_trace_context: "yes" }, ["body", "propagate_trace_context"]],
       ["source_filter_mode unknown", { source_filter_mode: "some" }, ["body", "source_filter_mode"]],
       ["filtered_channel_ids repeating an id", { source_filter_mode: "selected", filtered_channel_ids: ["c1", "c1"] }, ["body", "filtered_channel_ids"]],
       ["filtered_channel_ids holding an empty id", { source_filter_mode: "selected", filtered_channel_ids: [""] }, ["body", "filtered_channel_ids", 0]],
@@ -389,7 +391,8 @@ describe.each(testDatabases)("webhook endpoints on $name", (database) => {
       ["max_retries", 15],
       ["max_retries", 0],
       ["timeout_seconds", 60],
-      ["timeout_seconds", 5]
+      ["timeout_seconds", 5],
+      ["propagate_trace_context", true]
     ])("changes %s alone to %j", async (field, value) => {
       const tenant = await newTenant()
       const { id, endpoint: before } = await create(tenant, original)
