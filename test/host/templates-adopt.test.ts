@@ -3,6 +3,9 @@ import { type ChatappHost, startChatappHost, type Tenant } from "../support/Chat
 import { FAKE_LIBRARY, type FakeGraph, type FakeGraphRequest, graphError } from "../support/FakeGraph.ts"
 import { admin } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import type { ValidationIssue } from "../../src/kernel/ApiError.ts"
+import type { LibraryTemplateEntry } from "../../src/templates/LibraryEntry.ts"
+import type { Template } from "../../src/templates/Template.ts"
 
 // Adopting library templates, seen from outside: the host as a child process on a manual test
 // clock, and a fake Graph server recording what the operator was asked to create (library calls or
@@ -65,8 +68,17 @@ const LIBRARY = [
 ]
 const ORDER_INPUTS = [{ type: "URL", url: { base_url: "https://shop.acme.com/orders/{{1}}", url_suffix_example: "https://shop.acme.com/orders/A-1001" } }]
 
+/** What the operator was asked to create: a library adoption or an ordinary template (the fields the tests read). */
+interface CreateBody {
+  readonly name: string
+  readonly library_template_name?: string
+  /** The button inputs, JSON-encoded as the operator takes them. */
+  readonly library_template_button_inputs?: string
+  readonly components?: ReadonlyArray<Readonly<Record<string, unknown>>>
+}
+
 /** The wording and buttons of a browsed entry: what a client shows and sends back as `snapshot`. */
-const snapshotOf = (entry: any) => ({
+const snapshotOf = (entry: LibraryTemplateEntry) => ({
   name: entry.name,
   language: entry.language,
   category: entry.category,
@@ -94,22 +106,44 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
   beforeAll(async () => {
     chatapp = await startChatappHost(backend, { accessToken: TOKEN, graph: { library: LIBRARY } })
     ;({ env, graph, tenant, other } = chatapp)
-    ;[{ channel_id: channelId }, { channel_id: siblingId }, { channel_id: freshId }, { channel_id: goneId }] = await Promise.all([
+    ;[{ channel_id: channelId }, { channel_id: siblingId }, freshId, goneId] = await Promise.all([
       chatapp.channel(PHONE_NUMBER_ID, WABA_ID),
       chatapp.channel("106540352250002", WABA_ID),
-      chatapp.channel("106540352250009", FRESH_WABA_ID),
-      chatapp.channel("106540352250003", WABA_ID)
+      connect("106540352250009", FRESH_WABA_ID),
+      connect("106540352250003", WABA_ID)
     ])
     expect((await chatapp.api("POST", `/channels/${goneId}/disconnect`)).status).toBe(200)
   })
   afterAll(() => chatapp?.close())
 
   const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) => chatapp.api(method, path, body, as)
+  /** Connects a chat-app number to the tenant through a connect link, as a customer would; answers the channel's id. */
+  const connect = async (phoneNumberId: string, businessAccountId: string): Promise<string> => {
+    const link = await api("POST", "/channel-connect-tokens", { allowed_channel_types: ["chatapp"] })
+    expect(link.status, JSON.stringify(link.body)).toBe(201)
+    const form = await fetch(`${link.body.connect_url}?type=chatapp`)
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? ""
+    const connected = await fetch(link.body.connect_url, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: (form.headers.get("set-cookie") ?? "").split(";")[0]! },
+      body: new URLSearchParams({
+        csrf,
+        channel_type: "chatapp",
+        phone_number_id: phoneNumberId,
+        business_account_id: businessAccountId,
+        access_token: TOKEN
+      }).toString()
+    })
+    expect(connected.status).toBe(200)
+    const channels = (await api("GET", "/channels?page_size=100")).body.items as Array<{ id: string; external_id: string }>
+    return channels.find((channel) => channel.external_id === phoneNumberId)!.id
+  }
   const adopt = (body: Record<string, unknown>, as: { key: string } = tenant) =>
     api("POST", "/chatapp-templates/library/adopt", { channel_id: channelId, ...body }, as)
   /** The template creations the operator received since `from` (an index into its requests). */
-  const creations = (from = 0): Array<FakeGraphRequest & { json: any }> =>
-    graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${WABA_ID}/message_templates`) as never
+  const creations = (from = 0, account = WABA_ID): Array<FakeGraphRequest & { json: CreateBody }> =>
+    graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${account}/message_templates`) as never
   const mark = () => graph.requests().length
 
   describe("adopt", () => {
@@ -139,7 +173,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       expect(created!.json.components).toBeUndefined()
       // The operator takes the button inputs as a JSON-encoded string.
       expect(typeof created!.json.library_template_button_inputs).toBe("string")
-      expect(JSON.parse(created!.json.library_template_button_inputs)).toEqual(ORDER_INPUTS)
+      expect(JSON.parse(String(created!.json.library_template_button_inputs))).toEqual(ORDER_INPUTS)
 
       // The entry looked up by name and language, then the creation: no re-sync of the account's templates to confirm.
       expect(graph.requests().slice(from).map((r) => `${r.method} ${r.path}`)).toEqual([
@@ -181,7 +215,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       for (const [library_template_name, button_inputs, loc] of cases) {
         const refused = await adopt({ library_template_name, button_inputs })
         expect(refused.status, JSON.stringify(button_inputs)).toBe(422)
-        expect(refused.body.detail.map((issue: any) => issue.loc), JSON.stringify(refused.body)).toContainEqual(loc)
+        expect(refused.body.detail.map((issue: ValidationIssue) => issue.loc), JSON.stringify(refused.body)).toContainEqual(loc)
       }
       // An entry with stand-in destinations needs inputs at all.
       const none = await adopt({ library_template_name: "support_contact_1" })
@@ -191,7 +225,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       // Good inputs go through, in the entry's order.
       const ok = await adopt({ library_template_name: "support_contact_1", button_inputs: [good, phone("+442079460000")] })
       expect(ok.status, JSON.stringify(ok.body)).toBe(201)
-      expect(JSON.parse(creations(from)[0]!.json.library_template_button_inputs)).toEqual([good, phone("+442079460000")])
+      expect(JSON.parse(String(creations(from)[0]!.json.library_template_button_inputs))).toEqual([good, phone("+442079460000")])
     })
 
     it("submits changed wording as an ordinary template for review; a rename and new destinations stay a library adoption", async () => {
@@ -280,7 +314,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       const retried = await adopt({ library_template_name: "delivery_feedback_1", language: "es_ES" })
       expect(retried.status).toBe(201)
       expect(retried.body).toMatchObject({ success: true, status: "approved", language: "es_ES" })
-      const rows = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items as Array<any>
+      const rows = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items as Array<Template>
       expect(rows.filter((row) => row.name === "delivery_feedback_1" && row.language === "es_ES")).toHaveLength(1)
 
       // A channel the tenant does not have.
@@ -300,11 +334,11 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
     it("checks a snapshot against a kept copy of the entry when reading it back is rate-limited", async () => {
       // The client browsed earlier (another query), so a copy of the entry is kept; the snapshot is what it shows.
       const shown = await api("GET", `/chatapp-templates/library?channel_id=${channelId}&search=login`)
-      const entry = (shown.body.items as Array<any>).find((item) => item.name === "login_code_1")
+      const entry = (shown.body.items as Array<LibraryTemplateEntry>).find((item) => item.name === "login_code_1")
       expect(entry).toBeDefined()
       const from = mark()
       graph.script("GET", "/message_template_library", graphError(400, { code: 4, message: "(#4) Application request limit reached" }))
-      const adopted = await adopt({ library_template_name: "login_code_1", snapshot: snapshotOf(entry) })
+      const adopted = await adopt({ library_template_name: "login_code_1", snapshot: snapshotOf(entry!) })
       expect(adopted.status, JSON.stringify(adopted.body)).toBe(201)
       expect(adopted.body).toMatchObject({ success: true, status: "approved", category: "AUTHENTICATION" })
       const library = graph.requests().slice(from).filter((r) => r.path === "/message_template_library")
@@ -337,11 +371,11 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       const lookups = graph.requests().slice(from).filter((r) => r.path === "/message_template_library")
       expect(lookups.map((r) => r.query)).toMatchObject([{ name: "support_contact_1", language: "en_US" }, { name: "support_contact_1", language: "en_US" }])
       // Created through the library call on the fresh account, with the caller's destinations.
-      const created = graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${FRESH_WABA_ID}/message_templates`) as Array<any>
+      const created = creations(from, FRESH_WABA_ID)
       expect(created).toHaveLength(1)
-      expect(created[0].json).toMatchObject({ name: "support_contact_1", library_template_name: "support_contact_1" })
-      expect(created[0].json.components).toBeUndefined()
-      expect(JSON.parse(created[0].json.library_template_button_inputs)).toEqual(inputs)
+      expect(created[0]!.json).toMatchObject({ name: "support_contact_1", library_template_name: "support_contact_1" })
+      expect(created[0]!.json.components).toBeUndefined()
+      expect(JSON.parse(String(created[0]!.json.library_template_button_inputs))).toEqual(inputs)
       // The stored wording is the snapshot's, with the destinations given.
       const stored = (await api("GET", `/chatapp-templates/${adopted.body.id}`)).body
       expect(stored).toMatchObject({ channel_id: freshId, status: "approved", library_template_name: "support_contact_1" })
@@ -362,7 +396,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
     it("submits an edited snapshot for review when the lookup is rate-limited but a kept copy shows the change", async () => {
       // The client browsed Spanish entries (kept), then edits the body and adopts while the operator rate-limits.
       const entry = (await api("GET", `/chatapp-templates/library?channel_id=${channelId}&language=es_ES`)).body.items
-        .find((item: any) => item.name === "order_confirmation_1")
+        .find((item: LibraryTemplateEntry) => item.name === "order_confirmation_1")
       expect(entry).toBeDefined()
       const from = mark()
       graph.script("GET", "/message_template_library", graphError(400, { code: 4 }))
@@ -380,10 +414,10 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       const [asked, ...more] = creations(from)
       expect(more).toEqual([])
       expect(asked!.json.library_template_name).toBeUndefined()
-      expect(asked!.json.components.find((c: any) => c.type === "BODY").text).toBe(edited)
+      expect(asked!.json.components?.find((c) => c.type === "BODY")?.text).toBe(edited)
       const stored = (await api("GET", `/chatapp-templates/${adopted.body.id}`)).body
       expect(stored).toMatchObject({ status: "pending", library_template_name: null })
-      expect(stored.components.find((c: any) => c.type === "BODY").text).toBe(edited)
+      expect(stored.components.find((c: Template["components"][number]) => c.type === "BODY").text).toBe(edited)
     })
 
     it("submits a name the library lacks as an ordinary template when a snapshot gives its wording", async () => {
@@ -431,7 +465,8 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       expect(adopted.body).toMatchObject({ success: true, name: "feedback_as_shown", status: "approved" })
     })
 
-    it("lets a key with messages:create adopt, and refuses one with channels:read alone; browse and sending limit need channels:read", async () => {
+    // Two keys made by the operator CLI: two processes to start, slow on a loaded machine.
+    it("lets a key with messages:create adopt, and refuses one with channels:read alone; browse and sending limit need channels:read", { timeout: 120_000 }, async () => {
       const [writer, reader] = await Promise.all([
         admin(env, "api-key", "create", "--tenant", tenant.id, "--scopes", "messages:create"),
         admin(env, "api-key", "create", "--tenant", tenant.id, "--scopes", "channels:read")
@@ -460,12 +495,12 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
         expect(answer.body).toEqual({ ...created, already_existed: true })
       }
       expect(creations(from).filter((r) => r.json.name === "feedback_at_once")).toHaveLength(1)
-      const rows = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items as Array<any>
+      const rows = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items as Array<Template>
       expect(rows.filter((row) => row.name === "feedback_at_once").map((row) => row.id)).toEqual([created.id])
     })
 
     it("records a template the operator already has under that name and language; 409 when it cannot be found", async () => {
-      const mine = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items.find((t: any) => t.name === "feedback_at_once")
+      const mine = (await api("GET", `/chatapp-templates?channel_id=${channelId}&page_size=200`)).body.items.find((t: Template) => t.name === "feedback_at_once")
       expect(mine).toBeDefined()
       const exists = graphError(400, {
         code: 100,

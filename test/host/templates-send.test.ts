@@ -3,6 +3,7 @@ import { type ChatappHost, startChatappHost, type Tenant } from "../support/Chat
 import { type FakeGraph, type FakeGraphRequest, graphError } from "../support/FakeGraph.ts"
 import { type HostProcess, http } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import type { Message } from "../../src/messages/MessageService.ts"
 
 // Sending adopted templates and the operator's template status webhooks, seen from outside: the host
 // as a child process on a manual test clock, a fake Graph server (its default library) recording the
@@ -36,7 +37,7 @@ describe.each(hostBackends)("sending templates and their status webhooks on the 
   const api = (method: string, path: string, body?: unknown, as: { key: string } = tenant) => chatapp.api(method, path, body, as)
   const adopt = (body: Record<string, unknown>) => api("POST", "/chatapp-templates/library/adopt", { channel_id: channelId, ...body })
   /** The template sends the operator received since `from` (an index into its requests). */
-  const sends = (from = 0): Array<FakeGraphRequest & { json: any }> =>
+  const sends = (from = 0): Array<FakeGraphRequest & { json: Readonly<Record<string, unknown>> }> =>
     graph.requests().slice(from).filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages`) as never
   const mark = () => graph.requests().length
   const drain = () => chatapp.drain()
@@ -102,7 +103,7 @@ describe.each(hostBackends)("sending templates and their status webhooks on the 
       const next = await api("POST", `/chatapp-templates/${template.id}/send`, { contact_id: contact.id, channel_id: channelId, variable_values: ["Maria", "#2", "A-2"] })
       expect(next.body.conversation_id).toBe(sent.body.conversation_id)
       const listed = await api("GET", `/messages?conversation_id=${sent.body.conversation_id}`)
-      expect(listed.body.items.map((m: any) => m.id)).toEqual([sent.body.id, next.body.id])
+      expect(listed.body.items.map((m: Message) => m.id)).toEqual([sent.body.id, next.body.id])
       const events = await api("GET", "/events?type=message.sent&page_size=100")
       const event = (events.body.items as Array<any>).find((e) => e.data.message.id === sent.body.id)
       expect(event?.data).toMatchObject({ conversation_id: sent.body.conversation_id, contact_id: contact.id, channel_id: channelId })

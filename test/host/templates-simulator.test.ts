@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChatappHost, startChatappHost } from "../support/ChatappHost.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import type { Message } from "../../src/messages/MessageService.ts"
 
 // The template library end to end with the host's own simulator as the operator (no
 // OMNI_CHATAPP_GRAPH_URL): what `npm start` shows someone trying the service without an account.
@@ -58,7 +59,7 @@ describe("the template library with the simulated operator (SQLite)", () => {
     })
     expect(sent.status, JSON.stringify(sent.body)).toBe(201)
     expect(sent.body).toMatchObject({ message_type: "template", status: "sent", direction: "outbound", contact_id: contact.body.id })
-    expect((await api("GET", `/messages?conversation_id=${sent.body.conversation_id}`)).body.items.map((m: any) => m.id)).toEqual([sent.body.id])
+    expect((await api("GET", `/messages?conversation_id=${sent.body.conversation_id}`)).body.items.map((m: Message) => m.id)).toEqual([sent.body.id])
 
     const limit = await api("GET", `/chatapp/channels/${channelId}/sending-limit`)
     expect(limit.body).toMatchObject({ messaging_limit_tier: "TIER_1K", quality_rating: "GREEN", supported: true, stale: false })

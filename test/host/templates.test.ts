@@ -4,6 +4,8 @@ import { FAKE_LIBRARY, type FakeGraph, graphError } from "../support/FakeGraph.t
 import { type HostProcess, http } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 import { makeLibraryCatalog } from "../support/LibraryCatalog.ts"
+import type { ValidationIssue } from "../../src/kernel/ApiError.ts"
+import type { LibraryTemplateEntry } from "../../src/templates/LibraryEntry.ts"
 
 // The template library and sending limits seen from outside: the host as a child process on a
 // manual test clock, pointed at a fake Graph server that serves a catalog of some 150 entries in
@@ -79,7 +81,7 @@ describe.each(hostBackends)("the template library and sending limits on the refe
       expect(pages[0]!.query.after).toBeUndefined()
       expect(pages.slice(1).every((page) => typeof page.query.after === "string")).toBe(true)
       expect(pages[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`)
-      expect(all.body.items.find((item: any) => item.id === "7100000000000001")).toEqual({
+      expect(all.body.items.find((item: LibraryTemplateEntry) => item.id === "7100000000000001")).toEqual({
         id: "7100000000000001",
         name: "order_confirmation_1",
         language: "en_US",
@@ -96,19 +98,19 @@ describe.each(hostBackends)("the template library and sending limits on the refe
         already_added: false,
         requires_input: true
       })
-      const otp = all.body.items.find((item: any) => item.id === "7100000000000003")
+      const otp = all.body.items.find((item: LibraryTemplateEntry) => item.id === "7100000000000003")
       expect(otp).toMatchObject({ header: null, footer: null, body_param_types: [], industry: ["FINANCIAL_SERVICES", "E_COMMERCE"] })
       expect(otp.buttons).toEqual([{ type: "OTP", text: "Copy code", url: null, phone_number: null, otp_type: "COPY_CODE" }])
-      const quick = all.body.items.find((item: any) => item.id === QUICK_REPLIES.id)
+      const quick = all.body.items.find((item: LibraryTemplateEntry) => item.id === QUICK_REPLIES.id)
       expect(quick.requires_input).toBe(false)
-      expect(quick.buttons.map((b: any) => [b.type, b.url, b.phone_number])).toEqual([["QUICK_REPLY", null, null], ["QUICK_REPLY", null, null]])
+      expect(quick.buttons.map((b: LibraryTemplateEntry["buttons"][number]) => [b.type, b.url, b.phone_number])).toEqual([["QUICK_REPLY", null, null], ["QUICK_REPLY", null, null]])
 
       // The default limit is 100; `total` still counts every match.
       const firstHundred = await main()
       expect(firstHundred.body.items).toHaveLength(100)
       expect(firstHundred.body.total).toBe(LIBRARY.length)
       const five = await main({ limit: 5 })
-      expect(five.body.items.map((i: any) => i.id)).toEqual(all.body.items.slice(0, 5).map((i: any) => i.id))
+      expect(five.body.items.map((i: LibraryTemplateEntry) => i.id)).toEqual(all.body.items.slice(0, 5).map((i: LibraryTemplateEntry) => i.id))
       expect(five.body.total).toBe(LIBRARY.length)
       expect((await main({ limit: 1 })).body.items).toHaveLength(1)
     })
@@ -117,11 +119,11 @@ describe.each(hostBackends)("the template library and sending limits on the refe
       for (const limit of ["0", "501", "abc", "-1", "2.5"]) {
         const refused = await main({ limit })
         expect(refused.status, `limit=${limit}`).toBe(422)
-        expect(refused.body.detail.some((issue: any) => issue.loc.includes("limit")), JSON.stringify(refused.body)).toBe(true)
+        expect(refused.body.detail.some((issue: ValidationIssue) => issue.loc.includes("limit")), JSON.stringify(refused.body)).toBe(true)
       }
       const missing = await api("GET", "/chatapp-templates/library?language=en_US")
       expect(missing.status).toBe(422)
-      expect(missing.body.detail.some((issue: any) => issue.loc.includes("channel_id"))).toBe(true)
+      expect(missing.body.detail.some((issue: ValidationIssue) => issue.loc.includes("channel_id"))).toBe(true)
       expect((await browse({ channel_id: "6a1f0c2e-0000-4000-8000-000000000000" })).status).toBe(404)
       expect((await browse({ channel_id: channels.others.channel_id })).status).toBe(404)
       // The other tenant reads its own channel, not ours.
@@ -142,7 +144,7 @@ describe.each(hostBackends)("the template library and sending limits on the refe
       const got = await main(query)
       expect(got.status).toBe(200)
       expect(got.body).toMatchObject({ total: 1, language: "en_US", stale: false })
-      expect(got.body.items.map((i: any) => i.id)).toEqual(["7100000000000001"])
+      expect(got.body.items.map((i: LibraryTemplateEntry) => i.id)).toEqual(["7100000000000001"])
       const sent = libraryRequests(from)
       expect(sent).toHaveLength(1)
       expect(sent[0]!.query).toMatchObject(query)
@@ -180,7 +182,7 @@ describe.each(hostBackends)("the template library and sending limits on the refe
 
     it("marks an entry already_added once the tenant adopted that name and language on that channel only", async () => {
       const before = await main({ name: "delivery_feedback_1" })
-      expect(before.body.items.map((i: any) => [i.language, i.already_added])).toEqual([["en_US", false]])
+      expect(before.body.items.map((i: LibraryTemplateEntry) => [i.language, i.already_added])).toEqual([["en_US", false]])
       const adopted = await api("POST", "/chatapp-templates/library/adopt", {
         channel_id: channels.main.channel_id,
         library_template_name: "delivery_feedback_1"
