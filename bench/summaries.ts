@@ -7,11 +7,13 @@
  * Embedded summaries. Each run is a fresh child process forked from this file with `--expose-gc`, so
  * its peaks belong to it alone: it loads what it needs, collects twice, takes its baseline, then
  * summarizes the same file N times one after another (the first one, which starts pdf.js or the OCR
- * worker, timed apart; the rate is over the N that follow) while it samples `process.memoryUsage()`
- * every 10 ms. Peaks are over the whole run, the first summary included; "max RSS" is the kernel's
- * high-water mark (`process.resourceUsage().maxRSS`), which no sampling can miss. RSS is the whole
- * process (tesseract.js's worker thread and its WebAssembly memory included); heap is the main
- * thread's V8 heap (`heapUsed`). CPU per summary is the process's, every thread included.
+ * worker, timed apart; the rate is over the N that follow). Peaks are over the whole run, the first
+ * summary included. RSS is the whole process (tesseract.js's worker thread and its WebAssembly memory
+ * included), sampled every 10 ms by a thread of its own (pdf.js reads a whole PDF without giving the
+ * main thread's timers a turn); "max RSS" is the kernel's high-water mark of the process's life
+ * (`process.resourceUsage().maxRSS`), which no sampling can miss. Heap is the main thread's V8 heap
+ * (`heapUsed`), sampled every 10 ms and after each summary, and read before every collection
+ * (`v8.GCProfiler`), where it is highest. CPU per summary is the process's, every thread included.
  * - PDF: a 10-page report written with the fixture PDF writer (`writePdf`, full pages of varied
  *   business prose with dates, amounts, names, emails and references), through
  *   `makeEmbeddedSummarizer().summarize` (pdf.js text of the pages, sentence ranking, key facts).
@@ -51,6 +53,8 @@ import type { AddressInfo } from "node:net"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
+import { GCProfiler } from "node:v8"
+import { Worker } from "node:worker_threads"
 import { parseArgs } from "node:util"
 import type { Pool } from "undici"
 import type { SummaryDraft } from "../src/ports/Summarizer.ts"
@@ -127,8 +131,12 @@ interface RunFigures {
   readonly peakHeap: number
   /** The kernel's high-water mark of the process's resident set. */
   readonly maxRss: number
-  readonly samples: number
+  /** RSS samples taken by the sampling thread, and the longest time between two. */
+  readonly rssSamples: number
   readonly longestGapMs: number
+  /** Heap samples of the main thread, and the collections whose heap before them was read. */
+  readonly heapSamples: number
+  readonly collections: number
   /** What the last summary held, to show it did its work. */
   readonly check: string
 }
@@ -141,6 +149,23 @@ type SummarizeReply = { readonly id: number } & (
   | { readonly type: "done"; readonly figures: RunFigures }
   | { readonly type: "failed"; readonly message: string }
 )
+
+/**
+ * The RSS sampling thread: every `everyMs`, the process's resident set; in the shared buffer, the
+ * highest seen, the number of samples and the longest time between two (ms).
+ */
+const RSS_SAMPLER = `
+const { workerData } = require("node:worker_threads")
+const figures = new Float64Array(workerData.buffer)
+let last = performance.now()
+setInterval(() => {
+  const now = performance.now()
+  figures[0] = Math.max(figures[0], process.memoryUsage.rss())
+  figures[1] += 1
+  if (figures[1] > 1) figures[2] = Math.max(figures[2], now - last)
+  last = now
+}, workerData.everyMs)
+`
 
 const wordsFound = (text: string) => IMAGE_WORDS.filter((word) => text.toUpperCase().includes(word)).length
 
@@ -200,20 +225,23 @@ const summarizeProcess = () => {
     try {
       const bytes = new Uint8Array(readFileSync(message.file))
       const start = await prepareRun(message.subject, message.mode, bytes)
+      // RSS sampled by a thread of its own, which a busy main thread does not hold up (pdf.js reads a
+      // whole PDF without giving timers a turn); the main thread's heap sampled between summaries and
+      // by a timer, and read before every collection (the heap is highest just before one).
+      const rssFigures = new Float64Array(new SharedArrayBuffer(3 * Float64Array.BYTES_PER_ELEMENT))
+      const rssSampler = new Worker(RSS_SAMPLER, { eval: true, workerData: { buffer: rssFigures.buffer, everyMs: SAMPLE_MS } })
+      await new Promise<void>((resolve, reject) => (rssSampler.once("online", resolve), rssSampler.once("error", reject)))
       globalThis.gc?.()
       globalThis.gc?.()
       const baseline = process.memoryUsage()
-      let peakRss = baseline.rss, peakHeap = baseline.heapUsed, samples = 0, last = performance.now(), longestGap = 0
+      let peakHeap = baseline.heapUsed, heapSamples = 0
       const sample = () => {
-        const now = performance.now()
-        const usage = process.memoryUsage()
-        peakRss = Math.max(peakRss, usage.rss)
-        peakHeap = Math.max(peakHeap, usage.heapUsed)
-        samples += 1
-        longestGap = Math.max(longestGap, now - last)
-        last = now
+        peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)
+        heapSamples += 1
       }
       const sampler = setInterval(sample, SAMPLE_MS)
+      const gcProfiler = new GCProfiler()
+      gcProfiler.start()
       // Everything from here counts: the summarizer's or the library's start too.
       let started = performance.now()
       const { once, close } = await start()
@@ -226,11 +254,16 @@ const summarizeProcess = () => {
         const at = performance.now()
         check = await once()
         eachMs.push(performance.now() - at)
+        sample()
       }
       const totalMs = performance.now() - started
       const cpu = process.cpuUsage(cpuBefore)
       clearInterval(sampler)
       sample()
+      const collections = gcProfiler.stop()?.statistics ?? []
+      for (const gc of collections) peakHeap = Math.max(peakHeap, gc.beforeGC.heapStatistics.usedHeapSize)
+      await rssSampler.terminate()
+      const [peakRss, rssSamples, longestGap] = [Math.max(baseline.rss, rssFigures[0]!), rssFigures[1]!, rssFigures[2]!]
       await close()
       reply({
         id: message.id,
@@ -239,7 +272,8 @@ const summarizeProcess = () => {
           subject: message.subject, mode: message.mode, count: message.count, firstMs, totalMs, eachMs,
           cpuMsEach: (cpu.user + cpu.system) / 1000 / Math.max(1, message.count),
           baselineRss: baseline.rss, baselineHeap: baseline.heapUsed, peakRss, peakHeap,
-          maxRss: process.resourceUsage().maxRSS * 1024, samples, longestGapMs: longestGap, check
+          maxRss: process.resourceUsage().maxRSS * 1024, rssSamples, longestGapMs: longestGap, heapSamples,
+          collections: collections.length, check
         }
       })
     } catch (error) {
@@ -559,29 +593,34 @@ const mainProcess = async () => {
     serverCpuUs: Math.min(...runs.map((run) => run.serverCpuUs ?? Number.NaN))
   }
 
-  const printEmbedded = (runs: ReadonlyArray<RunFigures>) => {
+  const printEmbedded = (runs: ReadonlyArray<RunFigures & { readonly round: number }>) => {
     console.log(`\nembedded summaries, each run a fresh child process (--expose-gc); the same file summarized one after another: the first (cold: ` +
-      `the library's or OCR worker's start) timed apart, the rate over the ${PDF_COUNT} (PDF) or ${IMAGE_COUNT} (image) after it; memory sampled every ` +
-      `${SAMPLE_MS} ms over the whole run (RSS: the whole process, OCR thread and WebAssembly included; heap: the main thread's heapUsed), ` +
-      "growth over the process's baseline after loading and two full collections; max RSS: the kernel's high-water mark")
+      `the library's or OCR worker's start) timed apart, the rate over the ${PDF_COUNT} (PDF) or ${IMAGE_COUNT} (image) after it; memory over the whole run, growth over the ` +
+      `process's baseline after loading and two full collections. RSS: the whole process (OCR thread and WebAssembly included), sampled every ` +
+      `${SAMPLE_MS} ms by a thread of its own (RSS samples: their number and the longest gap, ms); max RSS: the kernel's high-water mark of the ` +
+      `process's life; heap: the main thread's heapUsed, sampled every ${SAMPLE_MS} ms and after each summary, and read before each collection ` +
+      "(heap / GCs: samples taken, collections read)")
     console.log(`PDF: 10 pages, ${fileBytes.pdf} bytes (fixture writer, full pages of report prose); image: ${IMAGE_FILE}, 1728 × 1152 (2.0 MP), ${fileBytes.image} bytes`)
-    const header = `${"file".padEnd(5)}  ${"contender".padEnd(34)}  ${"first ms".padStart(8)}  ${"ms each".padStart(8)}  ${"p50–max ms".padStart(15)}  ${"per s".padStart(6)}  ` +
-      `${"× bare".padStart(6)}  ${"CPU ms each".padStart(11)}  ${"peak RSS MB (growth)".padStart(20)}  ${"max RSS".padStart(7)}  ${"peak heap MB (growth)".padStart(21)}  ${"samples (gap)".padStart(13)}  check`
+    const header = `${"round".padEnd(5)}  ${"file".padEnd(5)}  ${"contender".padEnd(28)}  ${"first ms".padStart(8)}  ${"ms each".padStart(8)}  ${"p50–max ms".padStart(15)}  ${"per s".padStart(6)}  ` +
+      `${"× bare".padStart(6)}  ${"CPU ms each".padStart(11)}  ${"CPU × bare".padStart(9)}  ${"peak RSS MB (growth)".padStart(20)}  ${"max RSS".padStart(7)}  ${"peak heap MB (growth)".padStart(21)}  ${"RSS samples".padStart(13)}  ${"heap / GCs".padStart(11)}  check`
     console.log(header)
     console.log("-".repeat(header.length))
     for (const run of runs) {
-      const bare = runs.find((other) => other.subject === run.subject && other.mode === "bare")
+      const bare = runs.find((other) => other.subject === run.subject && other.mode === "bare" && other.round === run.round)
       const sorted = [...run.eachMs].sort((a, b) => a - b)
       const name = run.mode === "bare"
         ? run.subject === "pdf" ? "bare unpdf extractText" : "bare tesseract.js recognize"
         : "embedded summarizer"
-      console.log(`${run.subject.padEnd(5)}  ${name.padEnd(34)}  ${fmt(run.firstMs, 0).padStart(8)}  ${fmt(perSummary(run), 1).padStart(8)}  ` +
+      console.log(`${String(run.round).padEnd(5)}  ${run.subject.padEnd(5)}  ${name.padEnd(28)}  ${fmt(run.firstMs, 0).padStart(8)}  ${fmt(perSummary(run), 1).padStart(8)}  ` +
         `${`${fmt(quantile(sorted, 0.5), 0)}–${fmt(sorted.at(-1), 0)}`.padStart(15)}  ${fmt(1000 / perSummary(run), 2).padStart(6)}  ` +
         `${(run.mode === "bare" || bare === undefined ? "1" : (perSummary(run) / perSummary(bare)).toFixed(2)).padStart(6)}  ${fmt(run.cpuMsEach, 1).padStart(11)}  ` +
+        `${(run.mode === "bare" || bare === undefined ? "1" : (run.cpuMsEach / bare.cpuMsEach).toFixed(2)).padStart(9)}  ` +
         `${`${mb(run.peakRss)} (+${mb(run.peakRss - run.baselineRss)})`.padStart(20)}  ${mb(run.maxRss).padStart(7)}  ` +
-        `${`${mb(run.peakHeap)} (+${mb(run.peakHeap - run.baselineHeap)})`.padStart(21)}  ${`${run.samples} (${run.longestGapMs.toFixed(0)})`.padStart(13)}  ${run.check}`)
+        `${`${mb(run.peakHeap)} (+${mb(run.peakHeap - run.baselineHeap)})`.padStart(21)}  ${`${run.rssSamples} (${run.longestGapMs.toFixed(0)})`.padStart(13)}  ` +
+        `${`${run.heapSamples} / ${run.collections}`.padStart(11)}  ${run.check}`)
     }
-    console.log("× bare: time per summary over the baseline's in the same run (what our reading, ranking and facts, or image facts and tidying, add)")
+    console.log("× bare: time per summary over the baseline's of the same round; CPU × bare: the same for CPU per summary, which other work on " +
+      "the machine disturbs less (what our page reading, ranking and facts, or image facts and text tidying, add)")
   }
 
   const printGet = (rows: ReadonlyArray<Row>, ready: Extract<ServerReply, { type: "ready" }> | undefined, skipped: ReadonlyArray<string>) => {
@@ -614,13 +653,13 @@ const mainProcess = async () => {
 
   try {
     console.log(`AI file summaries benchmark${quick ? " (quick)" : ""}: node ${process.version}, ${availableParallelism()} CPUs, load average ${loadAtStart} at start (shared machine)`)
-    const embeddedRuns: Array<RunFigures> = []
+    const embeddedRuns: Array<RunFigures & { readonly round: number }> = []
     if (only !== "get") {
       const order: ReadonlyArray<readonly [Subject, Mode]> = [["pdf", "bare"], ["pdf", "embedded"], ["image", "bare"], ["image", "embedded"]]
-      for (const [subject, mode] of quick ? order : [...order, ...[...order].reverse()]) {
+      for (const [index, [subject, mode]] of (quick ? order : [...order, ...[...order].reverse()]).entries()) {
         progress(`${subject}, ${mode}`, `a fresh process, 1 + ${subject === "pdf" ? PDF_COUNT : IMAGE_COUNT} summaries`)
         const run = await runOnce(subject, mode)
-        embeddedRuns.push(run)
+        embeddedRuns.push({ ...run, round: index < order.length ? 1 : 2 })
         progress(`${subject}, ${mode}`, `first ${run.firstMs.toFixed(0)} ms, then ${perSummary(run).toFixed(1)} ms each; peak RSS ${mb(run.peakRss)} MB, ` +
           `max RSS ${mb(run.maxRss)} MB, peak heap ${mb(run.peakHeap)} MB; ${run.check}`)
       }
