@@ -56,6 +56,8 @@ import { emailRoutes } from "../email/EmailRoutes.ts"
 import { campaignRoutes } from "../campaigns/CampaignRoutes.ts"
 import { flowRoutes } from "../flows/FlowRoutes.ts"
 import { FlowService } from "../flows/FlowService.ts"
+import { teamChatRoutes } from "../team-chat/TeamChatRoutes.ts"
+import { TeamChatService } from "../team-chat/TeamChatService.ts"
 import { CampaignService } from "../campaigns/CampaignService.ts"
 import { listRoutes } from "../lists/ListRoutes.ts"
 import { ListService } from "../lists/ListService.ts"
@@ -119,6 +121,7 @@ export type CoreServices =
   | ListService
   | CampaignService
   | FlowService
+  | TeamChatService
   | SummaryService
 
 /** Everything a running instance offers: the library's services and the host's. */
@@ -182,7 +185,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     )),
     Layer.provideMerge(EmailService.layer),
     Layer.provideMerge(chatappHandlersLayer),
-    Layer.provideMerge(Layer.mergeAll(CampaignService.layer, FlowService.layer)),
+    Layer.provideMerge(Layer.mergeAll(CampaignService.layer, FlowService.layer, TeamChatService.layer)),
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(ListService.layer),
     Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
@@ -211,6 +214,7 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
   ...listRoutes,
   ...campaignRoutes,
   ...flowRoutes,
+  ...teamChatRoutes,
   ...summaryRoutes
 ]
 

@@ -122,7 +122,9 @@ export class TeamChatService extends Context.Service<TeamChatService, {
       })
 
       const insertChannel = Effect.fnUntraced(function*(channel: TeamChatChannelRecord, admissions: ReadonlyArray<Admission>) {
+        // All join at once, so they read back by user id, as the store lists them.
         const members = admissions.map((a) => ({ channel_id: channel.id, user_id: a.user_id, tenant_id: a.tenant_id, joined_at: channel.created_at }))
+          .sort((x, y) => (x.user_id < y.user_id ? -1 : x.user_id > y.user_id ? 1 : 0))
         yield* store.insertChannel(channel, members)
         return { channel, members } satisfies TeamChatChannelWithMembers
       })
