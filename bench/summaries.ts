@@ -9,8 +9,8 @@
  * summarizes the same file N times one after another (the first one, which starts pdf.js or the OCR
  * worker, timed apart; the rate is over the N that follow). Peaks are over the whole run, the first
  * summary included. RSS is the whole process (tesseract.js's worker thread and its WebAssembly memory
- * included), sampled every 10 ms by a thread of its own (pdf.js reads a whole PDF without giving the
- * main thread's timers a turn); "max RSS" is the kernel's high-water mark of the process's life
+ * included), sampled every 10 ms by a thread of its own, started before the baseline (pdf.js reads a
+ * whole PDF without giving the main thread's timers a turn); "max RSS" is the kernel's high-water mark of the process's life
  * (`process.resourceUsage().maxRSS`), which no sampling can miss. Heap is the main thread's V8 heap
  * (`heapUsed`), sampled every 10 ms and after each summary, and read before every collection
  * (`v8.GCProfiler`), where it is highest. CPU per summary is the process's, every thread included.
@@ -45,7 +45,9 @@
  *
  *   npm run bench:summaries -- [--quick] [--only embedded|get] [--no-postgres]
  *
- * `--quick`: 8 PDF and 2 image summaries per run, 400 attachments, bursts of 2,000 GETs.
+ * Full runs: 40 PDF and 10 image summaries per run after the first, 2,000 attachments per database,
+ * bursts of 10,000 GETs after 2,000; `--quick`: 8 and 2 summaries, 400 attachments, bursts of 2,000
+ * after 400, everything once. `--only` runs one half. PostgreSQL only when PG_URL is set and answers.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
