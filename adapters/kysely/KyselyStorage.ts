@@ -200,6 +200,11 @@ export const openPostgres = (connectionString: string, options: { readonly max?:
         types.get(oid) ?? pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser
     }
   })
+  // A connection the server ends (a restart, pg_terminate_backend, a revoked CONNECT) emits "error"
+  // outside any query; unheard, that would end the process. Queries still fail with it, and the pool
+  // drops the broken client, so the host reports the database unavailable and carries on.
+  pool.on("error", () => undefined)
+  pool.on("connect", (client) => client.on("error", () => undefined))
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   connectionStrings.set(db, connectionString)
   return db
