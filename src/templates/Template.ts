@@ -54,7 +54,8 @@ export const TEMPLATE_CATEGORIES = ["UTILITY", "MARKETING", "AUTHENTICATION"] as
 export const AdoptRequest = Schema.Struct({
   channel_id: Schema.String,
   library_template_name: Schema.String.check(Schema.isMinLength(1)),
-  language: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
+  /** The operator's language code; `en_US` when absent. Blank is refused, not read as "all languages". */
+  language: Schema.optionalKey(Schema.String.check(Schema.isPattern(/\S/, { message: "Must not be blank" }))),
   category: Schema.optionalKey(Schema.Literals(TEMPLATE_CATEGORIES)),
   name: Schema.optionalKey(Schema.String),
   button_inputs: Schema.optionalKey(Schema.Array(ButtonInput)),

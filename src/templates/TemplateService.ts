@@ -200,7 +200,7 @@ export class TemplateService extends Context.Service<TemplateService, {
 
         adopt: Effect.fn("TemplateService.adopt")(function*(tenantId, request) {
           // Every failure of an adoption answers the adopt response's shape (`success: false`).
-          const names = { name: normalTemplateName(request.name ?? request.library_template_name), language: request.language ?? "en_US" }
+          const names = { name: normalTemplateName(request.name ?? request.library_template_name), language: request.language?.trim() ?? "en_US" }
           const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id).pipe(Effect.catchTags({
             NotFound: (error) => Effect.fail(refused(404, error.message, names)),
             BadRequest: (error) => Effect.fail(refused(400, error.message, names))

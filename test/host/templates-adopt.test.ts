@@ -217,6 +217,10 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
         expect(refused.status, JSON.stringify(button_inputs)).toBe(422)
         expect(refused.body.detail.map((issue: ValidationIssue) => issue.loc), JSON.stringify(refused.body)).toContainEqual(loc)
       }
+      // A blank language is refused, not read as every language.
+      const blank = await adopt({ library_template_name: "delivery_feedback_1", language: "  " })
+      expect(blank.status).toBe(422)
+      expect(blank.body.detail.map((issue: ValidationIssue) => issue.loc)).toContainEqual(["body", "language"])
       // An entry with stand-in destinations needs inputs at all.
       const none = await adopt({ library_template_name: "support_contact_1" })
       expect(none.status).toBe(422)
