@@ -12,7 +12,10 @@
  * one process at least 0.5 × the undici loop, PostgreSQL with 2 worker processes ahead of graphile-worker's
  * best with undici. The `node:https` readings are printed for reference.
  *
- *   npm run bench:webhooks -- [--events 20000] [--quick]     (npx tsx bench/webhooks.ts …)
+ *   npm run bench:webhooks -- [--events 20000] [--quick] [--only retention] [--retention-rows 100000]
+ *
+ * `--only retention` runs the retention phase alone (bench/Retention.ts): delivery throughput with
+ * and without the background prune of `--retention-rows` old deliveries and their events.
  *
  * PostgreSQL comes from PG_URL (default postgres://postgres@127.0.0.1:5432/test); each phase makes
  * its own database and drops it. Without a reachable server the PostgreSQL phases are skipped.
@@ -32,11 +35,23 @@ import { type CpuPerEvent, type Roles, startCpuMeter } from "./CpuMeter.ts"
 import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } from "./Engine.ts"
 import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
 import { startReceiver } from "./Receiver.ts"
+import { printRetention, retentionPhase } from "./Retention.ts"
 import { type MemorySample, startWorkerProcess, type WorkerProcess } from "./Workers.ts"
 
 const { values: flags } = parseArgs({
-  options: { events: { type: "string" }, quick: { type: "boolean", default: false } }
+  options: {
+    events: { type: "string" },
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    "retention-rows": { type: "string" }
+  }
 })
+/** The one phase to run, if not all of them. */
+const ONLY = flags.only
+if (ONLY !== undefined && ONLY !== "retention") throw new Error(`--only takes: retention; got ${ONLY}`)
+/** Old deliveries (each with its event) the retention phase seeds and prunes. */
+const RETENTION_ROWS = Number(flags["retention-rows"] ?? 100_000)
+if (!Number.isInteger(RETENTION_ROWS) || RETENTION_ROWS < 1_000) throw new Error("--retention-rows must be a whole number ≥ 1000")
 const quick = flags.quick === true
 /** Events in each burst. */
 const EVENTS = Number(flags.events ?? (quick ? 5_000 : 20_000))
@@ -59,7 +74,7 @@ const LOCAL_QUEUE_SIZE = 500
 const FLAT_HEAP_GROWTH = 8 * 1024 * 1024
 
 /** The whole run stops (cleaning up) after this long, whatever state it is in. */
-const HARD_LIMIT_MS = 12 * 60_000
+const HARD_LIMIT_MS = 20 * 60_000
 const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 if (!Number.isInteger(EVENTS) || EVENTS < 100) throw new Error("--events must be a whole number ≥ 100")
@@ -447,50 +462,67 @@ onCleanup(receiver.close)
 progress("setup", `receiver on ${receiver.url}; ${EVENTS}-event bursts${quick ? " (quick)" : ""}`)
 
 try {
-  const clients: ReadonlyArray<PostClient> = ["node:https", "undici"]
-  const firstBare = new Map<PostClient, Row>()
-  for (const client of clients) firstBare.set(client, await bareLoop(client, "first"))
-  const oneAtATime = await bareLoop("node:https", "reference", 1)
-  let sqlite = await sqliteEngine()
-  const postgresRows: Array<Row> = []
-  const graphileRows = new Map<PostClient, Array<Row>>(clients.map((client) => [client, []]))
-  const withPostgres = await postgresReachable(PG_URL)
-  if (withPostgres) {
-    postgresRows.push(await postgresEngine(1, true))
-    postgresRows.push(await postgresEngine(2, false))
-    for (const client of clients) {
-      graphileRows.get(client)!.push(await graphileWorker(1, true, true, client))
-      graphileRows.get(client)!.push(await graphileWorker(2, true, true, client))
-    }
-    if (!quick) await graphileWorker(1, false, false, "node:https")
-  } else {
-    progress("setup", `no PostgreSQL at ${PG_URL}: PostgreSQL and graphile-worker phases skipped`)
-  }
-  if (!quick) {
-    // The second run of every contender the goals are read from, in the opposite order.
-    progress("second round", "every engine and batched graphile-worker row again, in reverse order")
+  if (ONLY === undefined) {
+    const clients: ReadonlyArray<PostClient> = ["node:https", "undici"]
+    const firstBare = new Map<PostClient, Row>()
+    for (const client of clients) firstBare.set(client, await bareLoop(client, "first"))
+    const oneAtATime = await bareLoop("node:https", "reference", 1)
+    let sqlite = await sqliteEngine()
+    const postgresRows: Array<Row> = []
+    const graphileRows = new Map<PostClient, Array<Row>>(clients.map((client) => [client, []]))
+    const withPostgres = await postgresReachable(PG_URL)
     if (withPostgres) {
-      for (const client of [...clients].reverse()) {
-        graphileRows.set(client, [await graphileWorker(2, true, true, client), await graphileWorker(1, true, true, client)])
+      postgresRows.push(await postgresEngine(1, true))
+      postgresRows.push(await postgresEngine(2, false))
+      for (const client of clients) {
+        graphileRows.get(client)!.push(await graphileWorker(1, true, true, client))
+        graphileRows.get(client)!.push(await graphileWorker(2, true, true, client))
       }
-      postgresRows[1] = await postgresEngine(2, false)
-      postgresRows[0] = await postgresEngine(1, false)
+      if (!quick) await graphileWorker(1, false, false, "node:https")
+    } else {
+      progress("setup", `no PostgreSQL at ${PG_URL}: PostgreSQL and graphile-worker phases skipped`)
     }
-    sqlite = await sqliteEngine()
+    if (!quick) {
+      // The second run of every contender the goals are read from, in the opposite order.
+      progress("second round", "every engine and batched graphile-worker row again, in reverse order")
+      if (withPostgres) {
+        for (const client of [...clients].reverse()) {
+          graphileRows.set(client, [await graphileWorker(2, true, true, client), await graphileWorker(1, true, true, client)])
+        }
+        postgresRows[1] = await postgresEngine(2, false)
+        postgresRows[0] = await postgresEngine(1, false)
+      }
+      sqlite = await sqliteEngine()
+    }
+    const baselines: Array<Baseline> = []
+    for (const client of clients) {
+      const lastBare = await bareLoop(client, "last")
+      baselines.push({
+        client,
+        bare: Math.max(firstBare.get(client)!.burst!.perSecond, lastBare.burst!.perSecond),
+        graphile: graphileRows.get(client)!.reduce<Row | undefined>(
+          (best, row) => ((row.burst?.perSecond ?? 0) > (best?.burst?.perSecond ?? 0) ? row : best),
+          undefined
+        )
+      })
+    }
+    printReport(baselines, oneAtATime, sqlite, postgresRows[1], postgresRows)
   }
-  const baselines: Array<Baseline> = []
-  for (const client of clients) {
-    const lastBare = await bareLoop(client, "last")
-    baselines.push({
-      client,
-      bare: Math.max(firstBare.get(client)!.burst!.perSecond, lastBare.burst!.perSecond),
-      graphile: graphileRows.get(client)!.reduce<Row | undefined>(
-        (best, row) => ((row.burst?.perSecond ?? 0) > (best?.burst?.perSecond ?? 0) ? row : best),
-        undefined
-      )
-    })
+  // Last, on databases of its own: the background prune must leave delivery throughput as it was.
+  const retentionBench = {
+    receiver,
+    ca: certificate.cert,
+    progress,
+    onCleanup,
+    release,
+    freshPostgres: (await postgresReachable(PG_URL)) ? freshDatabase : undefined,
+    events: EVENTS,
+    warmUp: WARM_UP,
+    idleMs: IDLE_MS,
+    rows: RETENTION_ROWS,
+    rounds: quick ? 1 : 2
   }
-  printReport(baselines, oneAtATime, sqlite, postgresRows[1], postgresRows)
+  printRetention(retentionBench, await retentionPhase(retentionBench))
 } catch (error) {
   // After an interruption the phase in progress fails as its processes die; that is not news.
   if (!cleaningUp()) console.error(error)

@@ -13,15 +13,20 @@ export interface RetentionSettings {
   readonly days: number
   /** Rows one statement deletes at most. */
   readonly batchSize: number
-  /** Real milliseconds a worker rests between two batches, so other writers get the database in between. */
+  /** Real milliseconds a worker rests at least between two batches, so other writers get the database in between. */
   readonly pauseMs: number
+  /**
+   * A worker's rest after a batch, as a multiple of the real time the batch took: 9 keeps the prune
+   * to at most a tenth of the worker's time however slow the database is at that moment.
+   */
+  readonly restFactor: number
   /** Real milliseconds a worker waits before looking again once a pass found nothing left. */
   readonly pollEveryMs: number
 }
 
 /** Retention's settings; the defaults keep 30 days and delete 500 rows a statement. */
 export const RetentionSettings = Context.Reference<RetentionSettings>("omnichannel-core/retention/RetentionSettings", {
-  defaultValue: () => ({ days: 30, batchSize: 500, pauseMs: 25, pollEveryMs: 60_000 })
+  defaultValue: () => ({ days: 30, batchSize: 500, pauseMs: 25, restFactor: 9, pollEveryMs: 60_000 })
 })
 
 /**

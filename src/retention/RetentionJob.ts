@@ -3,6 +3,7 @@ import { InboundRetentionService } from "../inbound/InboundRetentionService.ts"
 import { type BackgroundJob, idle, type Running } from "../kernel/BackgroundWork.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import type { Timestamp } from "../kernel/Timestamp.ts"
+import { WallClock } from "../kernel/WallClock.ts"
 import { type OutboxPruneCursor, OutboxStore } from "../ports/OutboxStore.ts"
 import { WebhookRetentionService } from "../webhooks/WebhookRetentionService.ts"
 import { cutoffOf, RetentionSettings } from "./Retention.ts"
@@ -37,13 +38,15 @@ const newPass = (cutoff: Timestamp): Pass => ({
  * to any more, and handled or failed raw inbound payloads, once they finished `days` days before
  * the Clock's now. Customer data (contacts, conversations, messages, attachments, email) and
  * unfinished work are never touched. Each round deletes at most one batch of each kind, in its own
- * short statement; `runDue` (the test clock's drain) runs rounds back to back, a worker rests
- * `pauseMs` between them and `pollEveryMs` once a pass is over. A pass ends with one log line of
+ * short statement; `runDue` (the test clock's drain) runs rounds back to back, while a worker rests
+ * after each round `restFactor` times as long as the round took (at least `pauseMs`, real time), so
+ * the prune never takes more than a share of its time, and `pollEveryMs` once a pass is over. A pass ends with one log line of
  * counts when it deleted anything; the next starts only once the cut-off has moved, so a drain with
  * the clock standing still costs nothing.
  */
 export const makeRetentionJob = Effect.gen(function*() {
   const settings = yield* RetentionSettings
+  const wall = yield* WallClock
   const webhooks = yield* WebhookRetentionService
   const inbound = yield* InboundRetentionService
   const outbox = yield* OutboxStore
@@ -112,8 +115,10 @@ export const makeRetentionJob = Effect.gen(function*() {
   const runUntil = (running: Running): Effect.Effect<void, StorageError> =>
     Effect.gen(function*() {
       while (!(yield* Deferred.isDone(running.stopping))) {
+        const began = wall.nowMillis()
         const done = yield* runDue
-        yield* idle(running, done > 0 ? settings.pauseMs : settings.pollEveryMs)
+        const took = wall.nowMillis() - began
+        yield* idle(running, done > 0 ? Math.max(settings.pauseMs, took * settings.restFactor) : settings.pollEveryMs)
       }
     })
 
