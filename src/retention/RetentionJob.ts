@@ -115,10 +115,13 @@ export const makeRetentionJob = Effect.gen(function*() {
   const runUntil = (running: Running): Effect.Effect<void, StorageError> =>
     Effect.gen(function*() {
       while (!(yield* Deferred.isDone(running.stopping))) {
+        running.beat?.()
         const began = wall.nowMillis()
         const done = yield* runDue
         const took = wall.nowMillis() - began
-        yield* idle(running, done > 0 ? Math.max(settings.pauseMs, took * settings.restFactor) : settings.pollEveryMs)
+        // Never longer than a poll: the worker's heartbeat must not fall silent behind one slow batch.
+        const rest = Math.min(Math.max(settings.pauseMs, took * settings.restFactor), settings.pollEveryMs)
+        yield* idle(running, done > 0 ? rest : settings.pollEveryMs)
       }
     })
 
