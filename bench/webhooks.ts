@@ -12,10 +12,12 @@
  * one process at least 0.5 × the undici loop, PostgreSQL with 2 worker processes ahead of graphile-worker's
  * best with undici. The `node:https` readings are printed for reference.
  *
- *   npm run bench:webhooks -- [--events 20000] [--quick] [--only retention] [--retention-rows 100000]
+ *   npm run bench:webhooks -- [--events 20000] [--quick] [--only retention|tracing] [--retention-rows 100000]
  *
  * `--only retention` runs the retention phase alone (bench/Retention.ts): delivery throughput with
  * and without the background prune of `--retention-rows` old deliveries and their events.
+ * `--only tracing` runs the tracing phase alone (bench/Tracing.ts): delivery throughput with tracing
+ * off and with every span exported over OTLP to a local sink.
  *
  * PostgreSQL comes from PG_URL (default postgres://postgres@127.0.0.1:5432/test); each phase makes
  * its own database and drops it. Without a reachable server the PostgreSQL phases are skipped.
@@ -36,6 +38,7 @@ import { appendEvents, callApi, contactEvents, startEngine, subscribe, verify } 
 import { burst, type BurstResult, type Produce, stamp, steady, type SteadyResult, warmUp } from "./Load.ts"
 import { startReceiver } from "./Receiver.ts"
 import { printRetention, retentionPhase } from "./Retention.ts"
+import { printTracing, tracingPhase } from "./Tracing.ts"
 import { type MemorySample, startWorkerProcess, type WorkerProcess } from "./Workers.ts"
 
 const { values: flags } = parseArgs({
@@ -48,7 +51,7 @@ const { values: flags } = parseArgs({
 })
 /** The one phase to run, if not all of them. */
 const ONLY = flags.only
-if (ONLY !== undefined && ONLY !== "retention") throw new Error(`--only takes: retention; got ${ONLY}`)
+if (ONLY !== undefined && ONLY !== "retention" && ONLY !== "tracing") throw new Error(`--only takes: retention, tracing; got ${ONLY}`)
 /** Old deliveries (each with its event) the retention phase seeds and prunes. */
 const RETENTION_ROWS = Number(flags["retention-rows"] ?? 100_000)
 if (!Number.isInteger(RETENTION_ROWS) || RETENTION_ROWS < 1_000) throw new Error("--retention-rows must be a whole number ≥ 1000")
@@ -508,8 +511,9 @@ try {
     }
     printReport(baselines, oneAtATime, sqlite, postgresRows[1], postgresRows)
   }
-  // Last, on databases of its own: the background prune must leave delivery throughput as it was.
-  const retentionBench = {
+  // On databases of their own: the background prune must leave delivery throughput as it was, and
+  // tracing off must cost nothing (tracing on is reported).
+  const phaseBench = {
     receiver,
     ca: certificate.cert,
     progress,
@@ -522,7 +526,8 @@ try {
     rows: RETENTION_ROWS,
     rounds: quick ? 1 : 2
   }
-  printRetention(retentionBench, await retentionPhase(retentionBench))
+  if (ONLY === undefined || ONLY === "retention") printRetention(phaseBench, await retentionPhase(phaseBench))
+  if (ONLY === undefined || ONLY === "tracing") printTracing(phaseBench, await tracingPhase(phaseBench))
 } catch (error) {
   // After an interruption the phase in progress fails as its processes die; that is not news.
   if (!cleaningUp()) console.error(error)
