@@ -37,12 +37,12 @@ const newPass = (cutoff: Timestamp): Pass => ({
  * The background job `retention`: deletes finished deliveries, then the outbox events none refers
  * to any more, and handled or failed raw inbound payloads, once they finished `days` days before
  * the Clock's now. Customer data (contacts, conversations, messages, attachments, email) and
- * unfinished work are never touched. Each round deletes at most one batch of each kind, in its own
- * short statement; `runDue` (the test clock's drain) runs rounds back to back, while a worker rests
+ * unfinished work are never touched. Each round deletes at most one batch of each kind, each in its
+ * own short statement. `runDue` (the test clock's drain) runs rounds back to back; a worker rests
  * after each round `restFactor` times as long as the round took (at least `pauseMs`, real time), so
- * the prune never takes more than a share of its time, and `pollEveryMs` once a pass is over. A pass ends with one log line of
- * counts when it deleted anything; the next starts only once the cut-off has moved, so a drain with
- * the clock standing still costs nothing.
+ * the prune keeps to a share of its time, and `pollEveryMs` once a pass is over. A pass ends with
+ * one log line of counts when it deleted anything; the next starts only once the cut-off has moved,
+ * so a drain with the clock standing still costs nothing, and a pass finding nothing counts no work.
  */
 export const makeRetentionJob = Effect.gen(function*() {
   const settings = yield* RetentionSettings
@@ -70,7 +70,11 @@ export const makeRetentionJob = Effect.gen(function*() {
       payloads: done.payloads
     }))
 
-  /** One round: a batch of each kind still to do; resolves to rows deleted (at least 1 while the pass goes on). */
+  /**
+   * One round: a batch of each kind still to do, and more batches at once while they delete
+   * nothing, so a pass that finds nothing (or only rows to keep) ends within one call. Resolves to
+   * the rows deleted; 0 once the pass is over and nothing was deleted.
+   */
   const step: Effect.Effect<number, StorageError> = Effect.gen(function*() {
     if (pass === undefined) {
       const cutoff = cutoffOf(yield* Clock.currentTimeMillis, settings.days)
@@ -79,25 +83,27 @@ export const makeRetentionJob = Effect.gen(function*() {
     }
     const current = pass
     let deleted = 0
-    if (!current.deliveriesDone) {
-      const n = yield* webhooks.pruneDeliveries(current.cutoff, limit)
-      current.deliveries += n
-      deleted += n
-      current.deliveriesDone = n < limit
-    } else if (!current.eventsDone) {
-      const { deleted: n, next } = yield* outbox.pruneFannedOut({ before: current.cutoff, after: current.cursor, limit })
-      current.events += n
-      deleted += n
-      current.cursor = next
-      current.eventsDone = next === null
+    while (deleted === 0 && !(current.deliveriesDone && current.eventsDone && current.payloadsDone)) {
+      if (!current.deliveriesDone) {
+        const n = yield* webhooks.pruneDeliveries(current.cutoff, limit)
+        current.deliveries += n
+        deleted += n
+        current.deliveriesDone = n < limit
+      } else if (!current.eventsDone) {
+        const { deleted: n, next } = yield* outbox.pruneFannedOut({ before: current.cutoff, after: current.cursor, limit })
+        current.events += n
+        deleted += n
+        current.cursor = next
+        current.eventsDone = next === null
+      }
+      if (!current.payloadsDone) {
+        const n = yield* inbound.prunePayloads(current.cutoff, limit)
+        current.payloads += n
+        deleted += n
+        current.payloadsDone = n < limit
+      }
     }
-    if (!current.payloadsDone) {
-      const n = yield* inbound.prunePayloads(current.cutoff, limit)
-      current.payloads += n
-      deleted += n
-      current.payloadsDone = n < limit
-    }
-    if (!(current.deliveriesDone && current.eventsDone && current.payloadsDone)) return Math.max(deleted, 1)
+    if (!(current.deliveriesDone && current.eventsDone && current.payloadsDone)) return deleted
     pass = undefined
     lastCutoff = current.cutoff
     yield* report(current)
