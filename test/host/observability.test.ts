@@ -177,6 +177,8 @@ describe("traces, logs and health on the reference host (SQLite)", () => {
       // A child of the span that appended the event: inside the request's trace.
       expect(inTrace().some((s) => s.spanId === attempt.parentSpanId)).toBe(true)
     }
+    // Background polling that finds nothing makes no spans; work found does.
+    expect(spansIn(collector).filter((s) => s.name.endsWith(".runDue"))).toEqual([])
     // The fan-out is background work of its own, linked to the request's trace.
     expect(spansIn(collector).some((s) => s.name === "WebhookDispatcher.fanOut" && s.links.some((l) => l.traceId === traceId)))
       .toBe(true)
