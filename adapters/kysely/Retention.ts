@@ -21,8 +21,7 @@ export const pruneFinishedDeliveries = async (
   limit: number
 ): Promise<number> => {
   const picked = sql`SELECT id FROM webhook_deliveries
-    WHERE completed_at IS NOT NULL AND completed_at < ${before}
-      AND status IN ('success', 'failed', 'dead_letter')
+    WHERE status IN ('success', 'failed', 'dead_letter') AND completed_at < ${before}
     ORDER BY completed_at LIMIT ${limit}${skipLocked(connection.dialect)}`
   return affected(await sql`DELETE FROM webhook_deliveries WHERE ${amongKeys(connection.dialect, "id", picked)}`.execute(db))
 }

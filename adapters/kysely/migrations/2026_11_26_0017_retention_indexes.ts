@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely"
 
 /**
  * Retention: the indexes the prune reads, so it finds what it may delete without scanning the
- * history it keeps. Finished deliveries by `completed_at` (set exactly when a delivery finishes),
+ * history it keeps. Finished deliveries (`success`, `failed`, `dead_letter`) by `completed_at`,
  * fanned-out events by `(fanned_out_at, seq)` (the prune's keyset order), deliveries by
  * `outbox_seq` (whether an event still has a delivery), and handled or failed inbound payloads by
  * `processed_at`. The partial ones hold only rows the prune can take. Created only if missing, so an
@@ -12,7 +12,7 @@ import { type Kysely, sql } from "kysely"
 export const up = async (db: Kysely<unknown>): Promise<void> => {
   await db.schema.createIndex("webhook_deliveries_finished_idx").ifNotExists().on("webhook_deliveries")
     .columns(["completed_at"])
-    .where(sql.ref("completed_at"), "is not", null)
+    .where(sql.ref("status"), "in", [sql.lit("success"), sql.lit("failed"), sql.lit("dead_letter")])
     .execute()
   await db.schema.createIndex("webhook_deliveries_outbox_seq_idx").ifNotExists().on("webhook_deliveries")
     .columns(["outbox_seq"])
