@@ -54,7 +54,7 @@ export const makeOpenApiDocument = (
       responses[status] = { description, content: { "application/json": { schema: jsonSchema(route.response.schema) } } }
     }
     for (const status of [...new Set(statuses)].sort()) {
-      responses[String(status)] = { description: ERROR_DESCRIPTIONS[status] ?? "Error" }
+      responses[String(status)] = { description: route.errorDescriptions?.[status] ?? ERROR_DESCRIPTIONS[status] ?? "Error" }
     }
     paths[`${options.basePath}${route.path}`] ??= {}
     paths[`${options.basePath}${route.path}`]![route.method.toLowerCase()] = {

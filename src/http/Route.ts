@@ -47,6 +47,8 @@ export interface Route<R> {
   }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
+  /** What some of those statuses mean for this operation, where the general description does not fit. */
+  readonly errorDescriptions?: Readonly<Record<number, string>> | undefined
   /**
    * How failures are written: `detail` (the default, `{"detail": …}`) or `coded`
    * (`{"detail": {"code": "RESOURCE_NOT_FOUND", "message": …}}`, the spec's webhook errors).
@@ -81,6 +83,7 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
     readonly alternatives?: Readonly<Record<number, string>>
   }
   readonly errors?: ReadonlyArray<number>
+  readonly errorDescriptions?: Readonly<Record<number, string>>
   readonly errorStyle?: "detail" | "coded"
   /** Returns the answer, or its JSON text already written (`EncodedJson`), sent as it is. */
   readonly handle: (input: RouteInput<PrincipalOf<A>, Q, B>) => Effect.Effect<O | EncodedJson<O>, ApiError | StorageError, R>

@@ -5,6 +5,10 @@ import { MAX_BYTES, PRICES, RATE_LIMITS, Summary, SummaryErrors, SummaryResponse
 
 const MB = 1024 * 1024
 
+// The spec's "Summary errors", as the OpenAPI document describes them.
+const FEATURE_DISABLED = "`feature_disabled` (`{detail: {code, feature: \"ai_features\", message}}`): AI features are off for the workspace; or the plain-string body of a missing scope"
+const NOT_FOUND = "`{detail: {code, message}}`: `attachment_not_found` (unknown, in another workspace, or an email attachment's own id)"
+
 // A malformed id names no attachment: the summary routes' own 404 body, like an unknown one.
 const attachmentId = (params: Readonly<Record<string, string>>) => {
   const id = params.attachment_id ?? ""
@@ -23,6 +27,10 @@ export const summaryRoutes = [
     auth: { kind: "api_key", scopes: ["messages:read"] },
     response: { status: 200, schema: Summary, description: "The summary" },
     errors: [403, 404],
+    errorDescriptions: {
+      403: FEATURE_DISABLED,
+      404: `${NOT_FOUND}, or \`summary_not_found\` (none requested yet)`
+    },
     handle: ({ principal, params }) =>
       Effect.gen(function*() {
         return yield* (yield* SummaryService).getForAttachment(principal.tenantId, yield* attachmentId(params))
@@ -47,6 +55,15 @@ export const summaryRoutes = [
       }
     },
     errors: [402, 403, 404, 422, 429, 502, 503],
+    errorDescriptions: {
+      402: "`insufficient_credits` (`{detail: {code, message, required, balance}}`): the workspace's AI credits are below the price; nothing generated",
+      403: FEATURE_DISABLED,
+      404: NOT_FOUND,
+      422: "`attachment_not_summarizable` (`{detail: {code, message}}`): not an inbound image or PDF, too large, or not offered here",
+      429: "`{detail: {error: \"rate_limit_exceeded\", message, scope, limit, retry_after}}` with `Retry-After` (seconds)",
+      502: "`summary_failed` (`{detail: {code, message}}`): generation failed, nothing charged; a later request generates anew",
+      503: "`{detail: {error: \"rate_limit_unavailable\", message}}`: requests cannot be counted right now; retry shortly"
+    },
     handle: ({ principal, params }) =>
       Effect.gen(function*() {
         return yield* (yield* SummaryService).requestForAttachment(

@@ -59,6 +59,28 @@ const SUMMARY_KEYS = [
   "updated_at"
 ]
 
+/** What the tests read of a message and its files as the API returns them. */
+interface WireMessage {
+  readonly id: string
+  readonly conversation_id: string
+  readonly external_id: string | null
+  readonly attachments: ReadonlyArray<{ readonly id: string; readonly content_type: string }>
+}
+
+/** What the tests read of an email's file. */
+interface WireEmailFile {
+  readonly id: string
+  readonly attachment_id: string | null
+  readonly is_inline: boolean
+}
+
+/** What the CLI prints of a mailbox. */
+interface Mailbox {
+  readonly email_integration_id: string
+  readonly address: string
+  readonly inbound_secret: string
+}
+
 describe.each(hostBackends)("AI file summaries on the reference host ($name)", { timeout: 120_000 }, (backend) => {
   let h: ChatappHost
   let tenant: Tenant
@@ -76,7 +98,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
   /** A third tenant, AI features on, for the request limits, with two more keys. */
   let limited: Tenant
   let limitedKeys: ReadonlyArray<{ key: string }>
-  let integration: any
+  let integration: Mailbox
 
   beforeAll(async () => {
     const certificate = makeCertificate()
@@ -193,7 +215,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     const conversations = await ok("GET", "/conversations?page_size=100", undefined, 200)
     for (const conversation of conversations.items) {
       const messages = await ok("GET", `/messages?conversation_id=${conversation.id}&page_size=200`, undefined, 200)
-      const found = messages.items.find((m: any) => m.external_id === externalId)
+      const found = messages.items.find((m: WireMessage) => m.external_id === externalId)
       if (found !== undefined) {
         expect(found.attachments, JSON.stringify(found)).toHaveLength(1)
         return found
@@ -203,11 +225,11 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
   }
 
   /** The attachment as `GET /messages/{id}` returns it now. */
-  const attachmentNow = async (message: any) => (await ok("GET", `/messages/${message.id}`, undefined, 200)).attachments[0]
+  const attachmentNow = async (message: WireMessage) => (await ok("GET", `/messages/${message.id}`, undefined, 200)).attachments[0]
 
   // Shared by the tests below, in order: the contact's PDF and image, summarized on demand.
-  let pdfMessage: any
-  let imageMessage: any
+  let pdfMessage: WireMessage
+  let imageMessage: WireMessage
 
   it("offers nothing while AI features are off (403 feature_disabled), then inbound images and PDFs with their prices", async () => {
     pdfMessage = await receiveFile({ bytes: reportPdf(12), mime: "application/pdf", type: "document", filename: "report.pdf" })
@@ -215,7 +237,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     expect(pdfMessage.attachments[0]).toMatchObject({ ai_summary: null, ai_summary_available: false, ai_summary_credits: null })
     expect(imageMessage.attachments[0]).toMatchObject({ ai_summary: null, ai_summary_available: false, ai_summary_credits: null })
 
-    const pdfId = pdfMessage.attachments[0].id
+    const pdfId = pdfMessage.attachments[0]!.id
     const refused = await postSummary(pdfId)
     expect(refused.status).toBe(403)
     expect(refused.body).toEqual({
@@ -229,12 +251,12 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     expect(await attachmentNow(imageMessage)).toMatchObject({ ai_summary: null, ai_summary_available: true, ai_summary_credits: 2 })
     // The list carries the same fields.
     const listed = await ok("GET", `/messages?conversation_id=${pdfMessage.conversation_id}`, undefined, 200)
-    expect(listed.items.find((m: any) => m.id === pdfMessage.id).attachments[0])
+    expect(listed.items.find((m: WireMessage) => m.id === pdfMessage.id).attachments[0])
       .toMatchObject({ ai_summary_available: true, ai_summary_credits: 3 })
   })
 
   it("answers 404 summary_not_found before any summary, 404 attachment_not_found for unknown, malformed and other tenants' ids", async () => {
-    const pdfId = pdfMessage.attachments[0].id
+    const pdfId = pdfMessage.attachments[0]!.id
     expect(await h.api("GET", `/attachments/${pdfId}/summary`)).toEqual({
       status: 404,
       body: { detail: { code: "summary_not_found", message: expect.any(String) } }
@@ -255,7 +277,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
   })
 
   it("answers the plain-string 403 for a key without the scope: POST needs conversations:update, GET messages:read", async () => {
-    const pdfId = pdfMessage.attachments[0].id
+    const pdfId = pdfMessage.attachments[0]!.id
     expect(await h.api("POST", `/attachments/${pdfId}/summary`, undefined, reader)).toEqual({
       status: 403,
       body: { detail: "Missing required permission(s): conversations:update" }
@@ -268,7 +290,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
   })
 
   it("refuses a summary the balance cannot pay (402), then charges 3 for a new PDF summary (201) and nothing again (200)", async () => {
-    const pdfId = pdfMessage.attachments[0].id
+    const pdfId = pdfMessage.attachments[0]!.id
     const poor = await postSummary(pdfId)
     expect(poor.status).toBe(402)
     expect(poor.body.detail).toMatchObject({ code: "insufficient_credits", required: 3, balance: 0 })
@@ -292,7 +314,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     })
     expect(summary.text.length).toBeGreaterThan(0)
     expect(summary.model).not.toBe("")
-    expect(summary.sections.map((s: any) => s.key)).toEqual(["summary", "key_facts"])
+    expect(summary.sections.map((section: { key: string }) => section.key)).toEqual(["summary", "key_facts"])
 
     const again = await postSummary(pdfId)
     expect(again.status).toBe(200)
@@ -303,10 +325,11 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
   })
 
   it("charges 2 for a new image summary made offline (description and OCR text), and announces both at the receiver", async () => {
-    const imageId = imageMessage.attachments[0].id
+    const imageId = imageMessage.attachments[0]!.id
     const created = await postSummary(imageId)
     expect(created.status, JSON.stringify(created.body)).toBe(201)
     expect(created.body.credits_charged).toBe(2)
+    expect(created.body.summary.sections[0]?.key).toBe("description")
     expect(created.body.summary).toMatchObject({
       status: "ok",
       kind: "image",
@@ -319,10 +342,10 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     await h.drain()
     expect(await eventually(10_000, async () => summarized().length >= 2)).toBe(true)
     const events = summarized()
-    const pdfSummary = (await ok("GET", `/attachments/${pdfMessage.attachments[0].id}/summary`, undefined, 200))
+    const pdfSummary = (await ok("GET", `/attachments/${pdfMessage.attachments[0]!.id}/summary`, undefined, 200))
     expect(events.map((e) => e.data)).toEqual([
       {
-        attachment_id: pdfMessage.attachments[0].id,
+        attachment_id: pdfMessage.attachments[0]!.id,
         message_id: pdfMessage.id,
         conversation_id: pdfMessage.conversation_id,
         summary: pdfSummary
@@ -358,7 +381,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     big.set(fixture("receipt.jpg"))
     const message = await receiveFile({ bytes: big, mime: "image/jpeg", type: "image" })
     expect(message.attachments[0]).toMatchObject({ content_type: "image/jpeg", ai_summary_available: false, ai_summary_credits: null })
-    const refused = await h.api("POST", `/attachments/${message.attachments[0].id}/summary`)
+    const refused = await h.api("POST", `/attachments/${message.attachments[0]!.id}/summary`)
     expect(refused.status).toBe(422)
     expect(refused.body.detail.code).toBe("attachment_not_summarizable")
     expect(refused.body.detail.message).toMatch(/10 MB/)
@@ -387,8 +410,8 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     const conversations = await ok("GET", `/conversations?channel_id=${integration.email_integration_id}`, undefined, 200)
     const thread = await ok("GET", `/email-integrations/conversations/${conversations.items[0].id}/email-thread`, undefined, 200)
     const email = thread.items[0]
-    const file = email.attachments.find((a: any) => !a.is_inline)
-    const inline = email.attachments.find((a: any) => a.is_inline)
+    const file = email.attachments.find((a: WireEmailFile) => !a.is_inline)
+    const inline = email.attachments.find((a: WireEmailFile) => a.is_inline)
     expect(file).toMatchObject({ ai_summary: null, ai_summary_available: true, ai_summary_credits: 3 })
     expect(file.attachment_id).not.toBeNull()
     expect(file.id).not.toBe(file.attachment_id)
@@ -402,7 +425,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     expect(await credits()).toEqual({ tenant_id: tenant.id, balance: 12, charged_total: 8 })
 
     const after = await ok("GET", `/email-integrations/email-messages/${email.id}`, undefined, 200)
-    expect(after.attachments.find((a: any) => !a.is_inline)).toMatchObject({
+    expect(after.attachments.find((a: WireEmailFile) => !a.is_inline)).toMatchObject({
       ai_summary: created.body.summary,
       ai_summary_available: false,
       ai_summary_credits: null
@@ -454,7 +477,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     expect(Number(overWorkspace.headers.get("retry-after"))).toBe(retryAfter)
 
     // Other workspaces are not held back.
-    expect((await postSummary(pdfMessage.attachments[0].id)).status).toBe(200)
+    expect((await postSummary(pdfMessage.attachments[0]!.id)).status).toBe(200)
 
     await h.advance(retryAfter)
     expect((await postSummary(id, limited)).status).toBe(422)
@@ -463,7 +486,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
 
   it("answers 502 summary_failed when the summarizer fails, charges nothing, and generates anew on a later request", async () => {
     const message = await receiveFile({ bytes: invoicePdf(), mime: "application/pdf", type: "document", filename: "invoice.pdf" })
-    const id = message.attachments[0].id
+    const id = message.attachments[0]!.id
     const events = summarized().length
 
     fake.answerWith({ kind: "error", status: 500, message: "model overloaded" })
@@ -485,7 +508,7 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
 
   it("generates once and charges once for concurrent requests: one 201, the others 202 pending", async () => {
     const message = await receiveFile({ bytes: invoicePdf(), mime: "application/pdf", type: "document", filename: "slow.pdf" })
-    const id = message.attachments[0].id
+    const id = message.attachments[0]!.id
     const calls = fake.requests().length
 
     fake.answerWith({ kind: "slow", delayMs: 1500 })
