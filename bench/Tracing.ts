@@ -72,13 +72,15 @@ const server = http.createServer((req, res) => {
 })
 server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }))
 process.on("message", () => process.send({ requests, bytes }))
+process.on("disconnect", () => process.exit(0))
 `
 
 const startSink = async (): Promise<Sink> => {
   const dir = mkdtempSync(join(tmpdir(), "bench-otlp-sink-"))
   const script = join(dir, "sink.cjs")
   writeFileSync(script, SINK_SOURCE)
-  const child = fork(script, [], { stdio: ["ignore", "ignore", "inherit", "ipc"] })
+  // Plain Node, without the loader this process runs under.
+  const child = fork(script, [], { execArgv: [], stdio: ["ignore", "ignore", "inherit", "ipc"] })
   const next = () => new Promise<Record<string, number>>((resolve) => child.once("message", (m) => resolve(m as Record<string, number>)))
   const { port } = await next()
   return {
@@ -90,7 +92,9 @@ const startSink = async (): Promise<Sink> => {
       return { requests: requests!, bytes: bytes! }
     },
     close: async () => {
-      child.kill()
+      const exited = new Promise((resolve) => child.once("exit", resolve))
+      child.disconnect()
+      await exited
       rmSync(dir, { recursive: true, force: true })
     }
   }
