@@ -199,7 +199,9 @@ describe("the download handler", () => {
       "x-content-type-options": "nosniff",
       "cache-control": "private, max-age=3600",
       "content-security-policy": "default-src 'none'; sandbox",
-      "referrer-policy": "no-referrer"
+      "referrer-policy": "no-referrer",
+      // Every answer names its request (one is made when the caller sent none).
+      "x-request-id": expect.stringMatching(/^[0-9a-f-]{36}$/)
     })
   })
 
