@@ -333,6 +333,8 @@ export interface InboundPayloadsTable {
   holder: string | null
   processed_at: string | null
   note: string | null
+  /** The `traceparent` of the span that stored the payload; null when tracing was off (migration 0018). */
+  trace_context: string | null
 }
 
 /** The keys of inbound items already handled, per source. */

@@ -1,6 +1,6 @@
 import { Cause, Clock, Effect, Option } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
-import { inJobSpan } from "../kernel/TraceContext.ts"
+import { inJobSpan, parseTraceparent } from "../kernel/TraceContext.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import {
   CHATAPP_MEDIA_TYPES,
@@ -263,7 +263,9 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         holder: yield* newId
       })
       for (const claim of claims) {
+        // A child of the span that stored the payload: one trace reads request → processing → events → deliveries.
         yield* processOne(claim).pipe(inJobSpan("InboundProcessor.process", {
+          parent: parseTraceparent(claim.trace_context),
           attributes: { "inbound.source": claim.payload.source, "inbound.payload_id": claim.payload.id }
         }))
       }

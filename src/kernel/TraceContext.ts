@@ -66,12 +66,14 @@ const MAX_LINKS = 128
 /**
  * Runs `effect` as background work of its own: a root span `name`, linked to the spans that caused
  * the work (`causes`, each once, at most 128), traced even though the polling around it is not (see
- * `runWorker`), so its use cases appear as its children.
+ * `runWorker`), so its use cases appear as its children. Work with one cause of its own (an inbound
+ * payload) names it as `parent` instead: the span is then its child, in the cause's trace.
  */
 export const inJobSpan = (
   name: string,
   options: {
     readonly causes?: Iterable<Tracer.AnySpan | undefined>
+    readonly parent?: Tracer.AnySpan | undefined
     readonly attributes?: Readonly<Record<string, unknown>>
   } = {}
 ) =>
@@ -84,7 +86,11 @@ export const inJobSpan = (
     links.push({ span, attributes: {} })
   }
   return effect.pipe(
-    Effect.withSpan(name, { root: true, links, ...(options.attributes === undefined ? {} : { attributes: options.attributes }) }),
+    Effect.withSpan(name, {
+      ...(options.parent === undefined ? { root: true } : { parent: options.parent }),
+      links,
+      ...(options.attributes === undefined ? {} : { attributes: options.attributes })
+    }),
     Effect.withTracerEnabled(true)
   )
 }

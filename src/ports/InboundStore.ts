@@ -33,10 +33,14 @@ export interface InboundPayloadRecord {
   readonly note: string | null
 }
 
-/** A claimed payload: the record and the holder token that must be shown to finish it. */
+/**
+ * A claimed payload: the record, the holder token that must be shown to finish it, and the W3C
+ * `traceparent` of the span that stored it (null when tracing was off), which its processing continues.
+ */
 export interface InboundClaim {
   readonly payload: InboundPayloadRecord
   readonly holder: string
+  readonly trace_context: string | null
 }
 
 /** How a try on a payload ended. */
@@ -47,7 +51,10 @@ export type InboundOutcome =
 
 /** Raw inbound payloads, their processing leases, and the keys of what was already handled. */
 export class InboundStore extends Context.Service<InboundStore, {
-  /** Stores a payload as received (status `pending`, due at `next_attempt_at`). */
+  /**
+   * Stores a payload as received (status `pending`, due at `next_attempt_at`), with the trace context
+   * of the current span when a tracer is installed (`currentTraceparent`).
+   */
   readonly insert: (payload: InboundPayloadRecord) => Effect.Effect<void, StorageError>
   /**
    * Leases up to `limit` pending payloads due at `now` whose lease (if any) has passed, oldest first,

@@ -1,5 +1,6 @@
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema, Tracer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
+import { traceparentOf } from "../../src/kernel/TraceContext.ts"
 import { type InboundClaim, type InboundOutcome, type InboundPayloadRecord, InboundStore } from "../../src/ports/InboundStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { contend } from "./Contention.ts"
@@ -92,7 +93,7 @@ export const inboundStoreSuite: Suite<InboundPorts, "inboundPayload" | "inboundH
       const holder = newHolder()
       const [claimed, ...more] = await claim({ holder })
       expect(more).toEqual([])
-      expect(claimed).toEqual({ payload: asClaimed(payload), holder })
+      expect(claimed).toEqual({ payload: asClaimed(payload), holder, trace_context: null })
       expect(Object.getPrototypeOf(claimed!.payload.body)).toBe(Uint8Array.prototype)
       expect([...claimed!.payload.body]).toEqual([...AWKWARD_BYTES])
     })
@@ -103,6 +104,25 @@ export const inboundStoreSuite: Suite<InboundPorts, "inboundPayload" | "inboundH
 
       expect(await h().stored.inboundPayload(payload.id)).toEqual(payload)
       expect((await claim()).map((c) => c.payload)).toEqual([asClaimed(payload)])
+    })
+
+    it("keeps the trace context of the span that stored a payload, and none without a tracer", async () => {
+      const traced = inboundPayloadRecord()
+      const untraced = inboundPayloadRecord()
+      // Any tracer other than Effect's native one counts as tracing on.
+      const tracer = Tracer.make({ span: (options) => Tracer.nativeTracer.span(options) })
+      const storedUnder = await h().run(store((s) =>
+        Effect.gen(function*() {
+          yield* s.insert(traced)
+          return traceparentOf(yield* Effect.currentSpan)
+        }).pipe(Effect.withSpan("InboundService.receiveChatapp"), Effect.withTracer(tracer))
+      ))
+      await insert([untraced])
+
+      const claims = await claim()
+      expect(Object.fromEntries(claims.map((c) => [c.payload.id, c.trace_context])))
+        .toEqual({ [traced.id]: storedUnder, [untraced.id]: null })
+      expect(storedUnder).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
     })
 
     describe("claim", () => {
@@ -143,12 +163,12 @@ export const inboundStoreSuite: Suite<InboundPorts, "inboundPayload" | "inboundH
         const first = newHolder()
         const second = newHolder()
 
-        expect(await claim({ holder: first })).toEqual([{ payload: asClaimed(payload), holder: first }])
+        expect(await claim({ holder: first })).toEqual([{ payload: asClaimed(payload), holder: first, trace_context: null }])
         expect(await h().stored.inboundPayload(payload.id)).toEqual(asClaimed(payload))
         expect(await claim({ now: at("12:01:59.999"), leaseUntil: at("12:03:59.999") })).toEqual([])
         // Its lease passed: taken again, a second try, under a new lease and holder.
         expect(await claim({ now: LEASE_UNTIL, leaseUntil: at("12:04:00.000"), holder: second }))
-          .toEqual([{ payload: asClaimed(payload, 2, at("12:04:00.000")), holder: second }])
+          .toEqual([{ payload: asClaimed(payload, 2, at("12:04:00.000")), holder: second, trace_context: null }])
         expect(await claim({ now: at("12:03:59.999"), leaseUntil: at("12:06:00.000") })).toEqual([])
       })
 

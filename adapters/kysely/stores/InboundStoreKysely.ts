@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { sql } from "kysely"
+import { currentTraceparent } from "../../../src/kernel/TraceContext.ts"
 import {
   type InboundClaim,
   type InboundPayloadRecord,
@@ -13,7 +14,7 @@ import { pruneFinishedPayloads } from "../Retention.ts"
 
 // `seq` (PostgreSQL) and `ord` (a claim's insertion order) are storage details, not part of the record.
 const fromRow = (
-  { holder: _holder, seq: _seq, ord: _ord, ...row }: InboundPayloadsTable & { readonly seq?: unknown; readonly ord?: unknown }
+  { holder: _holder, seq: _seq, ord: _ord, trace_context: _trace, ...row }: InboundPayloadsTable & { readonly seq?: unknown; readonly ord?: unknown }
 ): InboundPayloadRecord => ({
   ...row,
   source: row.source as InboundSource,
@@ -43,8 +44,11 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
     return InboundStore.of({
+      // The payload keeps the trace context of the span that stores it (null when tracing is off).
       insert: (payload) =>
-        query(connection, (db) => db.insertInto("inbound_payloads").values({ ...payload, holder: null }).execute())
+        Effect.flatMap(currentTraceparent, (trace) =>
+          query(connection, (db) =>
+            db.insertInto("inbound_payloads").values({ ...payload, holder: null, trace_context: trace ?? null }).execute()))
           .pipe(Effect.asVoid),
       // The due test is written with the partial index's literal term, so SQLite's planner matches it too.
       claim: ({ holder, leaseUntil, limit, now }) =>
@@ -57,7 +61,7 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
             WHERE ${amongKeys(connection.dialect, "id", due)}
             RETURNING *, ${insertionOrder(connection.dialect)} AS ord`.execute(db)
         }).pipe(Effect.map(({ rows }) =>
-          [...rows].sort(byDue).map(fromRow).map((payload): InboundClaim => ({ payload, holder }))
+          [...rows].sort(byDue).map((row): InboundClaim => ({ payload: fromRow(row), holder, trace_context: row.trace_context ?? null }))
         )),
       finish: (id, holder, outcome, at) =>
         query(connection, (db) =>
