@@ -217,6 +217,46 @@ describe("traces, logs and health on the reference host (SQLite)", () => {
       collector.requests.some((r) => r.url === "/v1/logs" && r.body.includes("obs-request-1")))
   })
 
+  it("processes an operator's payload in the trace of the request that stored it", async () => {
+    const traceId = hex(16)
+    const payload = JSON.stringify({
+      object: "whatsapp_business_account",
+      entry: [{
+        id: "2065550199",
+        changes: [{
+          field: "messages",
+          value: {
+            messaging_product: "whatsapp",
+            metadata: { display_phone_number: "15550199", phone_number_id: `9065${hex(4)}` },
+            messages: [{ from: "15550000001", id: `wamid.${hex(8)}`, timestamp: "1764150000", type: "text", text: { body: "hi" } }]
+          }
+        }]
+      }]
+    })
+    const signed = await fetch(`${host.url}/webhooks/chatapp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-${hex(8)}-01`,
+        "x-hub-signature-256": `sha256=${createHmac("sha256", appSecret).update(payload).digest("hex")}`
+      },
+      body: payload
+    })
+    expect(signed.status).toBe(200)
+    await drain()
+
+    const inTrace = () => spansIn(collector).filter((s) => s.traceId === traceId)
+    await waitUntil("the inbound spans reached the collector", () =>
+      inTrace().some((s) => s.name === "POST /webhooks/chatapp") && inTrace().some((s) => s.name === "InboundProcessor.process"))
+    const requestSpan = inTrace().find((s) => s.name === "POST /webhooks/chatapp")!
+    const processing = inTrace().find((s) => s.name === "InboundProcessor.process")!
+    expect(attribute(processing, "inbound.source")).toBe("chatapp")
+    // A child of the span that stored the payload, beneath the request's span.
+    const storing = inTrace().find((s) => s.spanId === processing.parentSpanId)
+    expect(storing?.name).toBe("InboundService.receiveChatapp")
+    expect(storing?.parentSpanId).toBe(requestSpan.spanId)
+  })
+
   it("echoes a plain X-Request-Id, replaces a malformed one, and logs every route by its template", async () => {
     const answered = async (path: string, requestId?: string) => {
       const response = await fetch(`${host.url}${path}`, {
