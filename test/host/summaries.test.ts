@@ -11,7 +11,7 @@ import { FAKE_MODEL, type FakeOpenAi, startFakeOpenAi } from "../support/FakeOpe
 import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
 import { type HostBackend, hostBackends } from "../support/HostBackends.ts"
 import { eventually } from "../support/Poll.ts"
-import { fixture, invoicePdf, reportPdf } from "../support/SummaryFixtures.ts"
+import { fixture, injectionPdf, invoicePdf, reportPdf } from "../support/SummaryFixtures.ts"
 
 // AI file summaries seen from outside: the reference host as a child process on a manual test clock
 // with its embedded summarizer (no network), inbound media through signed operator webhooks and a
@@ -524,5 +524,35 @@ describe.each(hostBackends)("AI file summaries on the reference host ($name)", {
     expect(fake.requests().length).toBe(calls + 1)
     expect(await credits()).toEqual({ tenant_id: tenant.id, balance: 6, charged_total: 14 })
     expect((await ok("GET", `/attachments/${id}/summary`, undefined, 200)).status).toBe("ok")
+  })
+
+  it("answers 502 for a malformed model answer; sends an image as image input and keeps the model's sections; returns an injection as plain data", async () => {
+    const pdf = await receiveFile({ bytes: invoicePdf(), mime: "application/pdf", type: "document", filename: "garbled.pdf" })
+    fake.answerWith({ kind: "malformed", body: "{\"id\":\"x\",\"choices\":[]}" })
+    const failed = await postSummary(pdf.attachments[0]!.id, tenant, remote)
+    expect(failed.status).toBe(502)
+    expect(failed.body).toEqual({ detail: { code: "summary_failed", message: expect.any(String) } })
+
+    fake.answerWith({ kind: "ok" })
+    const image = await receiveFile({ bytes: fixture("receipt.jpg"), mime: "image/jpeg", type: "image" })
+    const calls = fake.requests().length
+    const created = await postSummary(image.attachments[0]!.id, tenant, remote)
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    expect(created.body).toMatchObject({ credits_charged: 2, summary: { status: "ok", kind: "image", model: FAKE_MODEL, source: "on_demand" } })
+    expect(created.body.summary.sections.map((section: { key: string }) => section.key)).toEqual(["description", "text"])
+    const sent = JSON.stringify(fake.requests()[calls]?.json)
+    expect(sent).toContain("data:image/jpeg;base64,")
+
+    // The embedded summarizer reads an injection as the document's text: it comes back as JSON string
+    // data, with its markup neither run nor removed.
+    const injected = await receiveFile({ bytes: injectionPdf(), mime: "application/pdf", type: "document", filename: "injection.pdf" })
+    const summary = await postSummary(injected.attachments[0]!.id)
+    expect(summary.status, JSON.stringify(summary.body)).toBe(201)
+    expect(summary.body.summary.text).toContain("<script>alert(1)</script>")
+    expect(summary.body.summary.text).toContain("Ignore previous instructions")
+    expect(summary.body.summary.text).toContain("attacker@evil.example")
+    // Stored as it was made: GET returns the same text, not an escaped or rewritten copy.
+    expect((await ok("GET", `/attachments/${injected.attachments[0]!.id}/summary`, undefined, 200)).text).toBe(summary.body.summary.text)
+    expect(await credits()).toEqual({ tenant_id: tenant.id, balance: 1, charged_total: 19 })
   })
 })
