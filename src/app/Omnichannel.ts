@@ -12,14 +12,14 @@ import { eventRoutes } from "../events/EventRoutes.ts"
 import { EventService } from "../events/EventService.ts"
 import { withOutboxSignal } from "../events/OutboxSignal.ts"
 import { ContactService } from "../contacts/ContactService.ts"
-import { type ApiHandler, type ApiHandlerOptions, makeApiHandler } from "../http/ApiHandler.ts"
+import { type ApiHandler, makeApiHandler } from "../http/ApiHandler.ts"
 import { LogRequests } from "../http/RequestTelemetry.ts"
 import type { Route } from "../http/Route.ts"
 import { BackgroundWork, drainDueWork, runWorker } from "../kernel/BackgroundWork.ts"
-import { type ChannelProvider, ChannelProviders } from "../ports/ChannelProviders.ts"
+import { ChannelProviders } from "../ports/ChannelProviders.ts"
 import { HmacSigner } from "../ports/HmacSigner.ts"
-import { type Notification, Notifier } from "../ports/Notifier.ts"
-import { type OutboundClient, OutboundError, OutboundHttp, outboundHttpOf } from "../ports/OutboundHttp.ts"
+import { Notifier } from "../ports/Notifier.ts"
+import { OutboundHttp, outboundHttpOf } from "../ports/OutboundHttp.ts"
 import { webhookDeliveryRoutes } from "../webhooks/WebhookDeliveryRoutes.ts"
 import { DispatchSettings } from "../webhooks/engine/DispatchSettings.ts"
 import { webCryptoSigner } from "../webhooks/Signature.ts"
@@ -44,10 +44,10 @@ import { ChatappHandlers } from "../kernel/ChatappEvents.ts"
 import { randomToken } from "../kernel/Secret.ts"
 import { messageRoutes } from "../messages/MessageRoutes.ts"
 import { attachmentRoutes } from "../attachments/AttachmentRoutes.ts"
-import { MultipartError, MultipartReader } from "../ports/MultipartReader.ts"
+import { MultipartReader } from "../ports/MultipartReader.ts"
 import { MessageService } from "../messages/MessageService.ts"
 import { BlobStore } from "../ports/BlobStore.ts"
-import { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
+import { ChatPlatform } from "../ports/ChatPlatform.ts"
 import { SendingLimitService } from "../channels/SendingLimitService.ts"
 import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
 import { templateRoutes } from "../templates/TemplateRoutes.ts"
@@ -65,8 +65,8 @@ import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
 import { WallClock } from "../kernel/WallClock.ts"
-import { Mailer, MailerError } from "../ports/Mailer.ts"
-import { Summarizer, SummarizerError } from "../ports/Summarizer.ts"
+import { Mailer } from "../ports/Mailer.ts"
+import { Summarizer } from "../ports/Summarizer.ts"
 import { summaryRoutes } from "../summaries/SummaryRoutes.ts"
 import { SummaryService } from "../summaries/SummaryService.ts"
 import { InboundRetentionService } from "../inbound/InboundRetentionService.ts"
@@ -221,163 +221,10 @@ export const routes: ReadonlyArray<Route<Services | StoragePorts>> = [
 /** The package version, shown in the OpenAPI document. */
 export const VERSION = "0.1.0"
 
-/** What `make` needs: storage, and optionally providers, public URL, clock and mount points. */
-export interface OmnichannelOptions<E> extends ApiHandlerOptions {
-  /** The storage ports, e.g. `layer(db, "postgres")` from `omnichannel-core/kysely`. */
-  readonly storage: Layer.Layer<StoragePorts, E>
-  /** Channel providers by channel type; connect links offer only the types that have one. */
-  readonly providers?: Readonly<Partial<Record<string, ChannelProvider>>>
-  /** Base of URLs handed out (connect links); a function is read each time, e.g. after the port is bound. */
-  readonly publicUrl?: string | (() => string)
-  /** Path of the connect page below the public URL; default `/connect`. */
-  readonly connectPath?: string
-  /**
-   * The guarded client for tenant-supplied URLs (webhooks), e.g. `makeGuardedHttp` from
-   * `omnichannel-core/http`. Without one every outbound request fails, so deliveries retry and fail.
-   */
-  readonly outbound?: OutboundClient
-  /** Sends account notifications (webhook suspension, …); without one they are logged. */
-  readonly notifier?: Notifier["Service"]
-  /**
-   * Signs webhook deliveries; default WebCrypto, which every runtime has. On Node pass `nodeHmacSigner`
-   * from `omnichannel-core/node`: it signs on the calling thread, several times faster.
-   */
-  readonly signer?: HmacSigner["Service"]
-  /** Overrides of the webhook engine's batch sizes and lease length. */
-  readonly dispatch?: Partial<DispatchSettings>
-  /** Replaces the wall clock (the reference host's manual test clock). */
-  readonly clock?: Clock.Clock
-  /**
-   * The chat-app operator: `makeGraphChatPlatform` or `makeSimulatedChatPlatform` from
-   * `omnichannel-core/chatapp`. Without one, every operator call fails (sends answer 502).
-   */
-  readonly chatPlatform?: ChatPlatform["Service"]
-  /**
-   * The operator's webhook secrets: the app secret that signs `POST /webhooks/chatapp` and the
-   * handshake's verify token. Without them, random ones are drawn, which no operator knows.
-   */
-  readonly chatappWebhook?: { readonly appSecret: string; readonly verifyToken: string }
-  /** Where attachment bytes live, e.g. `makeFileBlobStore(dir)` from `omnichannel-core/node`; default in memory. */
-  readonly blobStore?: BlobStore["Service"]
-  /**
-   * Signed download links of attachments: the key that signs them (default random, so links die with
-   * the process), the path they are served at below the public URL (default `/files`) and how long
-   * they last (default 3600 seconds).
-   */
-  readonly downloads?: { readonly secret?: string; readonly path?: string; readonly ttlSeconds?: number }
-  /** Overrides of the inbound processor's batch size, lease and tries. */
-  readonly inbound?: Partial<InboundSettings>
-  /**
-   * Reads multipart uploads as streams: `busboyMultipart` from `omnichannel-core/node`. Without one,
-   * `POST /attachments/upload` answers 400.
-   */
-  readonly multipart?: MultipartReader["Service"]
-  /**
-   * Sends email: `makeSmtpMailer(url).mailer` or `makeFileMailer(dir)` from `omnichannel-core/mail`.
-   * Without one, every send fails with 503 and the email is stored `failed`.
-   */
-  readonly mailer?: Mailer["Service"]
-  /**
-   * Summarizes inbound images and PDFs for AI file summaries: `makeEmbeddedSummarizer()` (offline) or
-   * `makeOpenAiSummarizer(…)` from `omnichannel-core/summarizer`. Without one, every generation fails
-   * (`summary_failed`, nothing charged).
-   */
-  readonly summarizer?: Summarizer["Service"]
-  /**
-   * Days finished webhook deliveries, their outbox events and raw inbound payloads are kept after
-   * they finished, then deleted in small batches by the background job `retention`; default 30.
-   * A whole number from 1 to 36500: anything else makes `make` throw. Customer data (contacts,
-   * conversations, messages, attachments) is never deleted by it.
-   */
-  readonly retentionDays?: number
-  /**
-   * Where this instance's spans, logs and metrics go: a layer providing a tracer, loggers and
-   * metric readers, e.g. `OtlpTracer.layer` from `effect/observability` (the reference host builds
-   * one in `examples/server/Observability.ts`). Without one, spans go nowhere, at no cost, and logs
-   * go to Effect's default logger.
-   */
-  readonly telemetry?: Layer.Layer<never>
-  /**
-   * One log line per HTTP request once answered (request id, method, route template, status,
-   * duration in ms, tenant id), through the installed loggers; default off.
-   */
-  readonly logRequests?: boolean
-  /**
-   * Labels metrics with the tenant's id (and delivery attempts with the endpoint's id); default off,
-   * since every tenant then adds series to every scrape (the reference host's `OMNI_METRICS_TENANT_LABELS=1`).
-   */
-  readonly metricsTenantLabels?: boolean
-}
+import type { OmnichannelOptions, WorkerOptions, Workers } from "./OmnichannelOptions.ts"
+import { logNotifier, noChatPlatform, noMailer, noMultipart, noOutbound, noSummarizer } from "./Unconfigured.ts"
 
-const noMultipart = MultipartReader.of({
-  file: () =>
-    Effect.fail(new MultipartError({ message: "this service reads no multipart bodies (no multipart reader is configured)" }))
-})
-
-const noOutbound: OutboundClient = {
-  request: () =>
-    Effect.fail(new OutboundError({ reason: "Connection", message: "no outbound HTTP client is configured" }))
-}
-
-const noChatPlatform: ChatPlatform["Service"] = (() => {
-  const fail = () =>
-    Effect.fail(new ChatPlatformError({
-      kind: "other",
-      code: null,
-      subcode: null,
-      message: "no chat-app operator is configured",
-      userTitle: null,
-      userMessage: null,
-      fbtraceId: null,
-      httpStatus: null
-    }))
-  return ChatPlatform.of({
-    name: "none",
-    sendMessage: fail,
-    listTemplates: fail,
-    createTemplate: fail,
-    browseLibrary: fail,
-    phoneNumber: fail,
-    fetchMedia: fail
-  })
-})()
-
-const noSummarizer = Summarizer.of({
-  summarize: () => Effect.fail(new SummarizerError({ reason: "Unavailable", message: "no summarizer is configured" }))
-})
-
-const noMailer = Mailer.of({
-  send: () => Effect.fail(new MailerError({ reason: "Unavailable", message: "no mail transport is configured" }))
-})
-
-const logNotifier = Notifier.of({
-  send: (notification: Notification) =>
-    Effect.logInfo(`notification to ${notification.to}: ${notification.subject}`)
-})
-
-/** How `startWorkers` runs. */
-export interface WorkerOptions {
-  /** Workers in this process; default 1. Processes on one PostgreSQL database share the work too. */
-  readonly count?: number
-  /**
-   * Real milliseconds a loop waits before looking again when it found nothing; default 50. Events
-   * committed meanwhile end the wait at once (see `withOutboxSignal`).
-   */
-  readonly idleMs?: number
-  /** Called with what a failed round threw; the loop goes on after an idle wait. */
-  readonly onError?: (job: string, error: unknown) => void
-}
-
-/** Running background workers. */
-export interface Workers {
-  /** Asks every worker to stop and resolves once each has recorded what it held. */
-  readonly stop: () => Promise<void>
-  /**
-   * When each worker's loop of each job last showed it was alive, in real epoch milliseconds, by
-   * `job#worker`: a loop silent for long is stuck (a readiness check reads this).
-   */
-  readonly heartbeats?: () => ReadonlyMap<string, number>
-}
+export type { OmnichannelOptions, WorkerOptions, Workers }
 
 /** A running instance of the library, for hosts that are not written with Effect. */
 export interface Omnichannel {

@@ -444,7 +444,7 @@ describe("traces, logs and health on the reference host (SQLite)", () => {
 
 // /readyz turns 503 while the host's own PostgreSQL database refuses it, and 200 once it is back.
 // The host connects as a role of its own that is not a superuser, so revoking CONNECT stops it.
-describe.skipIf(PG_URL === undefined)("readiness on PostgreSQL when the database goes away", () => {
+describe.skipIf(PG_URL === undefined)("readiness on PostgreSQL when the database goes away (needs PG_URL)", () => {
   let admin_: pg.Client
   let host: HostProcess
   let collector: LocalServer
