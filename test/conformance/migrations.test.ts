@@ -215,7 +215,7 @@ describe.each(emptyDatabases)("migrations from an older schema on $name", ({ nam
     } finally {
       await close()
     }
-  })
+  }, 120_000)
 
   // Migration 0010 gives conversations a kind and narrows conversations_open_unique to chat ones.
   it("give the conversations stored before 0010 the chat kind, still one open per contact and channel", async () => {
@@ -254,5 +254,5 @@ describe.each(emptyDatabases)("migrations from an older schema on $name", ({ nam
     } finally {
       await close()
     }
-  })
+  }, 120_000)
 })

@@ -88,7 +88,7 @@ describe.each(hostBackends)("inbound processing across crashes and processes ($n
     const events = await received(next)
     expect(events).toHaveLength(60)
     expect(new Set(events.map((e) => e.data.message.external_id)).size).toBe(60)
-  })
+  }, 120_000)
 
   it.runIf(backend.name === "PostgreSQL")("two processes share the work: each message is handled exactly once", async () => {
     const [a, b] = await Promise.all([start({ OMNI_WORKERS: "2" }), start({ OMNI_WORKERS: "2" })])
@@ -106,5 +106,5 @@ describe.each(hostBackends)("inbound processing across crashes and processes ($n
     const conversations = await http(a!.url, "GET", "/api/v1/conversations?page_size=100&status=open", { token: boot.api_key })
     const contacts = conversations.body.items.map((c: any) => c.contact_id)
     expect(new Set(contacts).size).toBe(contacts.length)
-  })
+  }, 120_000)
 })
