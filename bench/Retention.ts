@@ -7,17 +7,15 @@
  * (twice `rows`: deliveries, then events) while a burst is delivered; with 36,500 days it finds
  * nothing to delete, and the burst runs over the same tables alone.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect } from "effect"
 import { type Kysely, sql } from "kysely"
 import { makeGuardedHttp } from "../adapters/http/GuardedHttp.ts"
-import { type Database, type Dialect, layer, migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStorage.ts"
+import { type Database, type Dialect, layer, migrate } from "../adapters/kysely/KyselyStorage.ts"
 import { nodeHmacSigner } from "../adapters/node/NodeHmacSigner.ts"
 import { make } from "../src/app/Omnichannel.ts"
 import { Notifier } from "../src/ports/Notifier.ts"
 import { appendEvents, contactEvents, subscribe } from "./Engine.ts"
+import { openPhaseDatabase } from "./PhaseDatabase.ts"
 import { burst, type BurstResult, stamp, warmUp } from "./Load.ts"
 import type { Receiver } from "./Receiver.ts"
 
@@ -95,23 +93,7 @@ const leftOf = async (db: Kysely<Database>, at: string): Promise<number> => {
 
 const runOnce = async (bench: RetentionBench, dialect: Dialect, prune: boolean): Promise<RetentionRun> => {
   const phase = `retention, ${dialect === "sqlite" ? "SQLite" : "PostgreSQL"}, ${prune ? "with" : "without"} a prune`
-  let db: Kysely<Database>
-  let dispose: () => Promise<void>
-  if (dialect === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), "bench-retention-"))
-    db = openSqlite(join(dir, "bench.sqlite"))
-    dispose = async () => {
-      await db.destroy()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  } else {
-    const database = await bench.freshPostgres!()
-    db = openPostgres(database.url, { max: 4 })
-    dispose = async () => {
-      await db.destroy()
-      await database.drop()
-    }
-  }
+  const { db, dispose } = await openPhaseDatabase(dialect, bench.freshPostgres, "bench-retention-")
   const disposeDb = bench.onCleanup(dispose)
   await migrate(db, dialect)
   const outbound = makeGuardedHttp({ allow: ["127.0.0.1/32"], ca: bench.ca })

@@ -13,14 +13,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import type { Kysely } from "kysely"
 import { makeGuardedHttp } from "../adapters/http/GuardedHttp.ts"
-import { type Database, type Dialect, layer, migrate, openPostgres, openSqlite } from "../adapters/kysely/KyselyStorage.ts"
+import { type Dialect, layer, migrate } from "../adapters/kysely/KyselyStorage.ts"
 import { nodeHmacSigner } from "../adapters/node/NodeHmacSigner.ts"
 import { observabilityLayer, readObservability } from "../examples/server/Observability.ts"
 import { make } from "../src/app/Omnichannel.ts"
 import { Notifier } from "../src/ports/Notifier.ts"
 import { OutboxStore } from "../src/ports/OutboxStore.ts"
+import { openPhaseDatabase } from "./PhaseDatabase.ts"
 import { contactEvents, subscribe } from "./Engine.ts"
 import { burst, type BurstResult, warmUp } from "./Load.ts"
 import type { Receiver } from "./Receiver.ts"
@@ -111,23 +111,7 @@ const tracingLayer = (sinkUrl: string) =>
 
 const runOnce = async (bench: TracingBench, dialect: Dialect, sink: Sink, tracing: boolean): Promise<TracingRun> => {
   const phase = `tracing, ${dialect === "sqlite" ? "SQLite" : "PostgreSQL"}, ${tracing ? "on" : "off"}`
-  let db: Kysely<Database>
-  let dispose: () => Promise<void>
-  if (dialect === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), "bench-tracing-"))
-    db = openSqlite(join(dir, "bench.sqlite"))
-    dispose = async () => {
-      await db.destroy()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  } else {
-    const database = await bench.freshPostgres!()
-    db = openPostgres(database.url, { max: 4 })
-    dispose = async () => {
-      await db.destroy()
-      await database.drop()
-    }
-  }
+  const { db, dispose } = await openPhaseDatabase(dialect, bench.freshPostgres, "bench-tracing-")
   const disposeDb = bench.onCleanup(dispose)
   await migrate(db, dialect)
   const outbound = makeGuardedHttp({ allow: ["127.0.0.1/32"], ca: bench.ca })
