@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import type { ReadableStream as NodeReadableStream } from "node:stream/web"
@@ -7,8 +7,105 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web"
 /** A web-standard handler, such as the one `make` returns. */
 export type FetchHandler = (request: Request) => Promise<Response>
 
-/** Turns a Node request into a web `Request`; the body streams through untouched. */
-export const toRequest = (req: IncomingMessage, origin: string): Request => {
+/**
+ * Responses whose client sent `Expect: 100-continue` and was not told to go on yet (the server's
+ * `checkContinue` event, see `toCheckContinueListener`): `100 Continue` goes out only when the
+ * handler first reads the body, so a request refused before that (401, a declared length over the
+ * limit) is answered before the client sends a byte of it.
+ */
+const continuePending = new WeakSet<ServerResponse>()
+
+/** The request body as a pull-driven web stream: nothing is read from the socket until it is pulled. */
+interface BodyBridge {
+  readonly stream: ReadableStream<Uint8Array>
+  /** Whether the handler ever asked for a byte of the body. */
+  readonly pulled: () => boolean
+  /** Stops serving the stream (the answer is on its way); a pending or later read fails. */
+  readonly detach: () => void
+}
+
+const view = (chunk: Buffer): Uint8Array => new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+
+/**
+ * The bridge reads `req` with `read()` as the consumer pulls, one chunk a pull, and never enqueues
+ * after the stream closed, was cancelled or was detached (Node's own `Readable.toWeb` adapter can
+ * enqueue a late chunk into a cancelled stream and throw outside any handler, ending the process).
+ */
+const bridgeBody = (req: IncomingMessage, res: ServerResponse): BodyBridge => {
+  let pulled = false
+  let finished = false
+  let failure: Error | undefined
+  let wake: (() => void) | undefined
+  const notify = () => {
+    const resume = wake
+    wake = undefined
+    resume?.()
+  }
+  const onEnd = () => notify()
+  const onClose = () => {
+    if (!req.readableEnded) failure ??= new Error("the client closed the connection before the body ended")
+    notify()
+  }
+  const onError = (error: Error) => {
+    failure ??= error
+    notify()
+  }
+  req.on("readable", notify)
+  req.on("end", onEnd)
+  req.on("close", onClose)
+  req.on("error", onError)
+  const release = () => {
+    finished = true
+    req.removeListener("readable", notify)
+    req.removeListener("end", onEnd)
+    req.removeListener("close", onClose)
+    // An error listener stays: a request stream that errors later must never throw unhandled.
+    notify()
+  }
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        if (!pulled) {
+          pulled = true
+          if (continuePending.delete(res) && !res.headersSent) res.writeContinue()
+        }
+        for (;;) {
+          if (finished) {
+            controller.error(new Error("the request body is no longer readable: the answer was already sent"))
+            return
+          }
+          const chunk = req.read() as Buffer | null
+          if (chunk !== null) {
+            controller.enqueue(view(chunk))
+            return
+          }
+          if (req.readableEnded) {
+            release()
+            controller.close()
+            return
+          }
+          if (failure !== undefined) {
+            release()
+            controller.error(failure)
+            return
+          }
+          await new Promise<void>((resolve) => {
+            wake = resolve
+          })
+        }
+      },
+      cancel: () => release()
+    },
+    { highWaterMark: 0 }
+  )
+  return { stream, pulled: () => pulled, detach: release }
+}
+
+/**
+ * Turns a Node request into a web `Request`; the body streams through untouched, read from the
+ * socket only as it is pulled. Throws on a request target that is no URL.
+ */
+export const toRequest = (req: IncomingMessage, origin: string, body?: ReadableStream<Uint8Array>): Request => {
   const headers = new Headers()
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue
@@ -16,10 +113,13 @@ export const toRequest = (req: IncomingMessage, origin: string): Request => {
   }
   const method = req.method ?? "GET"
   const hasBody = method !== "GET" && method !== "HEAD"
-  return new Request(new URL(req.url ?? "/", origin), {
+  // The target is always taken as a path on this server (an absolute-form target names no other origin).
+  const target = req.url ?? "/"
+  const url = new URL(`${origin}${target.startsWith("/") ? "" : "/"}${target}`)
+  return new Request(url, {
     method,
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    body: hasBody ? (body ?? (Readable.toWeb(req) as ReadableStream<Uint8Array>)) : undefined,
     // Required by Node's fetch for a streamed request body.
     ...(hasBody ? { duplex: "half" } : {})
   } as RequestInit)
@@ -41,43 +141,169 @@ export const writeResponse = async (response: Response, res: ServerResponse): Pr
   await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res)
 }
 
-/** A request body the handler left unread is read to its end when it declares at most this many bytes. */
+/** A request body the handler left unread is read to its end, keeping the connection, when it declares at most this many bytes. */
 const DRAIN_LIMIT_BYTES = 1024 * 1024
 
+/** How long a larger unread body is still read and thrown away after the answer, so the client can read the answer. */
+const LINGER_MS = 5_000
+
+/** An answer held back while lingering is buffered whole when it is at most this large (error answers are small). */
+const LINGER_ANSWER_BYTES = 64 * 1024
+
+/** Reads what is left of `req` and throws it away; resolves once it ended, the connection closed, or after `ms`. */
+const discardRest = (req: IncomingMessage, ms: number): Promise<void> =>
+  new Promise((done) => {
+    if (req.readableEnded || req.destroyed) return done()
+    const timer = setTimeout(finish, ms)
+    function finish() {
+      clearTimeout(timer)
+      req.removeListener("end", finish)
+      req.removeListener("close", finish)
+      done()
+    }
+    req.once("end", finish)
+    req.once("close", finish)
+    req.on("error", () => undefined)
+    req.resume()
+  })
+
 /**
- * What becomes of a body the handler left unread (a request refused before its body mattered: a
- * 401, a 403, a refused upload). A small one with a declared length is read to its end and thrown
- * away, so the client finishes sending, reads the answer and keeps the connection; a client cut off
- * mid-send may see its write fail before it reads the answer. A large or unannounced one is not
- * read: the connection closes after the answer, so a refused 100 MB upload costs little.
+ * Answers a request whose body the handler left unread (a 401, a 413, a refused upload):
+ * - the client sent `Expect: 100-continue` and was never told to go on: it sends no body, so the
+ *   answer goes at once and the connection closes;
+ * - a declared body of at most 1 MiB is read to its end and thrown away, keeping the connection;
+ * - anything larger or unannounced: the answer is written whole (not ended), the rest of the body is
+ *   read and thrown away for up to `LINGER_MS`, then the connection closes. Closing a socket with
+ *   unread bytes resets it, and a reset can destroy an answer the client has not read yet: the
+ *   documented 413 would arrive as a broken pipe.
  */
-const leaveUnreadBody = (req: IncomingMessage, res: ServerResponse, body: ReadableStream<Uint8Array> | null) => {
+const answerUnreadBody = async (req: IncomingMessage, res: ServerResponse, response: Response, bridge: BodyBridge) => {
+  bridge.detach()
+  if (continuePending.has(res) && !bridge.pulled()) {
+    res.shouldKeepAlive = false
+    return writeResponse(response, res)
+  }
   const declared = Number(req.headers["content-length"])
-  if (body !== null && !body.locked && Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES) {
-    body.pipeTo(new WritableStream()).catch(() => undefined)
-    return
+  if (Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES) {
+    req.on("error", () => undefined)
+    req.resume()
+    return writeResponse(response, res)
   }
   res.shouldKeepAlive = false
+  const answer = response.body === null ? new Uint8Array(0) : await gatherUpTo(response.body, LINGER_ANSWER_BYTES)
+  if (answer instanceof ReadableStream) {
+    // A large answer streams as usual; the body is thrown away meanwhile.
+    void discardRest(req, LINGER_MS)
+    return writeResponse(new Response(answer, response), res)
+  }
+  res.statusCode = response.status
+  response.headers.forEach((value, name) => res.appendHeader(name, value))
+  res.setHeader("content-length", answer.byteLength)
+  res.write(answer)
+  await discardRest(req, LINGER_MS)
+  res.end()
 }
 
-/** A Node `request` listener serving `handler`; a handler that throws is answered 500. */
+/**
+ * `body` whole when it holds at most `limit` bytes; else a stream giving what was read and then the
+ * rest, so nothing is lost.
+ */
+const gatherUpTo = async (body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array | ReadableStream<Uint8Array>> => {
+  const reader = body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    chunks.push(value)
+    size += value.byteLength
+    if (size > limit) {
+      return new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          const next = chunks.shift()
+          if (next !== undefined) return controller.enqueue(next)
+          const { done: ended, value: more } = await reader.read()
+          if (ended) controller.close()
+          else controller.enqueue(more)
+        },
+        cancel: (reason) => reader.cancel(reason)
+      }, { highWaterMark: 0 })
+    }
+  }
+  const whole = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    whole.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return whole
+}
+
+/** Answers 500 when nothing was sent yet, else cuts the connection: a half-sent answer must not look whole. */
+const answerFailure = (res: ServerResponse, status = 500, detail = "Internal server error") => {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  res.statusCode = status
+  res.setHeader("content-type", "application/json; charset=utf-8")
+  res.shouldKeepAlive = false
+  res.end(JSON.stringify({ detail }))
+}
+
+/**
+ * A Node `request` listener serving `handler`. Whatever happens in a request stays in it: a handler
+ * that throws or rejects is answered 500, a request target that is no URL 400, and the request
+ * body is read only as the handler pulls it (see `answerUnreadBody` for what is left unread).
+ */
 export const toNodeListener = (handler: FetchHandler, origin = "http://localhost") =>
 (req: IncomingMessage, res: ServerResponse): void => {
-  const request = toRequest(req, origin)
-  handler(request)
+  res.on("error", () => undefined)
+  req.on("error", () => undefined)
+  const method = req.method ?? "GET"
+  const bridge = method === "GET" || method === "HEAD" ? undefined : bridgeBody(req, res)
+  let request: Request
+  try {
+    request = toRequest(req, origin, bridge?.stream)
+  } catch {
+    bridge?.detach()
+    answerFailure(res, 400, "Bad request")
+    return
+  }
+  Promise.resolve()
+    .then(() => handler(request))
     .then((response) => {
-      if (!req.complete) leaveUnreadBody(req, res, request.body)
+      if (bridge !== undefined && !req.complete) return answerUnreadBody(req, res, response, bridge)
       return writeResponse(response, res)
     })
-    .catch(() => {
-      if (!res.headersSent) {
-        res.statusCode = 500
-        res.setHeader("content-type", "application/json; charset=utf-8")
-        res.end(JSON.stringify({ detail: "Internal server error" }))
-      } else {
-        res.destroy()
-      }
-    })
+    .catch(() => answerFailure(res))
+}
+
+/**
+ * For the server's `checkContinue` event: the `request` listener, with `100 Continue` sent only
+ * when the handler first reads the body. Without it Node sends `100 Continue` at once, and a
+ * refused body is sent in full before its answer.
+ */
+export const toCheckContinueListener = (listener: (req: IncomingMessage, res: ServerResponse) => void) =>
+(req: IncomingMessage, res: ServerResponse): void => {
+  continuePending.add(res)
+  listener(req, res)
+}
+
+/** How a served listener protects itself from slow or too many clients. */
+export interface ServeLimits {
+  /**
+   * A request whose headers and body have not fully arrived this long after it began is answered
+   * 408 and its connection closed. 30 s by default; 0 turns the limit off.
+   */
+  readonly requestTimeoutMs?: number
+  /** An idle keep-alive connection is closed after this long; 5 s by default. */
+  readonly keepAliveTimeoutMs?: number
+  /**
+   * Open client connections at most; a connection past it is answered `503` with `Retry-After` and
+   * closed, without reaching the handler. 1,000 by default.
+   */
+  readonly maxConnections?: number
 }
 
 /** A listening server and how to stop it gracefully. */
@@ -85,6 +311,8 @@ export interface RunningServer {
   readonly server: Server
   /** `http://host:port` with the port actually bound. */
   readonly url: string
+  /** Open client connections now, refused ones not counted. */
+  readonly connections: () => number
   /**
    * Stops accepting connections, lets in-flight requests finish (closing idle keep-alive
    * connections at once), and resolves when all are done or after `graceMs`, when the rest are cut.
@@ -92,20 +320,62 @@ export interface RunningServer {
   readonly close: (graceMs?: number) => Promise<void>
 }
 
-/** Serves `handler` on `host:port` (port 0 picks a free one). */
+const OVERLOADED_BODY = JSON.stringify({ detail: "Too many open connections; retry shortly" })
+const OVERLOADED_ANSWER = "HTTP/1.1 503 Service Unavailable\r\n" +
+  "content-type: application/json; charset=utf-8\r\n" +
+  `content-length: ${Buffer.byteLength(OVERLOADED_BODY)}\r\n` +
+  "retry-after: 1\r\nconnection: close\r\n\r\n" + OVERLOADED_BODY
+
+/** How long a refused connection is still read from after its 503, so the client can read it (see `answerUnreadBody`). */
+const REFUSED_LINGER_MS = 1_000
+
+/** Answers a connection past the cap with a 503 a client can read, then closes it. */
+const refuseConnection = (socket: Socket) => {
+  socket.on("error", () => undefined)
+  socket.end(OVERLOADED_ANSWER)
+  // Read and drop whatever the client sends meanwhile, so the close does not reset the answer away.
+  socket.resume()
+  setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref()
+}
+
+/**
+ * Serves `handler` on `host:port` (port 0 picks a free one) with a request timeout, a keep-alive
+ * timeout and a connection cap (`ServeLimits`), `100 Continue` only once a body is read, and every
+ * failure of a request kept inside that request.
+ */
 export const serve = (
   handler: FetchHandler,
-  options: { readonly port: number; readonly host: string }
+  options: { readonly port: number; readonly host: string } & ServeLimits
 ): Promise<RunningServer> =>
   new Promise((resolve, reject) => {
     const listener = toNodeListener(handler, `http://${options.host}`)
+    const requestTimeout = options.requestTimeoutMs ?? 30_000
+    const maxConnections = options.maxConnections ?? 1_000
     let closing = false
-    const server = createServer((req, res) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       // Once closing, a keep-alive connection ends after its in-flight response instead of idling.
       res.once("finish", () => {
         if (closing) req.socket.end()
       })
       listener(req, res)
+    }
+    const server = createServer({
+      requestTimeout,
+      headersTimeout: requestTimeout,
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      // How often timeouts are checked; Node's 30 s default would let a request overstay by as much.
+      connectionsCheckingInterval: requestTimeout === 0 ? 30_000 : Math.max(100, Math.min(1_000, requestTimeout / 10))
+    }, onRequest)
+    server.on("checkContinue", toCheckContinueListener(onRequest))
+    // The cap stands in front of Node's own connection handling, which a refused socket never reaches.
+    let open = 0
+    const httpConnection = server.listeners("connection")[0] as (socket: Socket) => void
+    server.removeAllListeners("connection")
+    server.on("connection", (socket: Socket) => {
+      if (open >= maxConnections) return refuseConnection(socket)
+      open++
+      socket.once("close", () => open--)
+      httpConnection.call(server, socket)
     })
     server.once("error", reject)
     server.listen(options.port, options.host, () => {
@@ -114,6 +384,7 @@ export const serve = (
       resolve({
         server,
         url: `http://${host}:${address.port}`,
+        connections: () => open,
         close: (graceMs = 10_000) =>
           new Promise<void>((done) => {
             closing = true

@@ -28,6 +28,10 @@ export interface HostConfig {
   readonly metricsTenantLabels: boolean
   /** `OMNI_RETENTION_DAYS`: days finished deliveries, their events and raw inbound payloads are kept; default 30. */
   readonly retentionDays: number
+  /** `OMNI_REQUEST_TIMEOUT_SECONDS`: a request not fully received by then is answered 408 and closed; default 30. */
+  readonly requestTimeoutSeconds: number
+  /** `OMNI_MAX_CONNECTIONS`: open client connections at most; past it a short 503 and the connection closed; default 1,000. */
+  readonly maxConnections: number
 }
 
 const httpUrl = (name: string, raw: string | undefined): string | undefined => {
@@ -96,6 +100,8 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     smtpUrl: smtpUrl(env.OMNI_SMTP_URL),
     metrics: flag("OMNI_METRICS", env.OMNI_METRICS),
     metricsTenantLabels: flag("OMNI_METRICS_TENANT_LABELS", env.OMNI_METRICS_TENANT_LABELS),
-    retentionDays: integer("OMNI_RETENTION_DAYS", env.OMNI_RETENTION_DAYS, 30, 1, 36_500)
+    retentionDays: integer("OMNI_RETENTION_DAYS", env.OMNI_RETENTION_DAYS, 30, 1, 36_500),
+    requestTimeoutSeconds: integer("OMNI_REQUEST_TIMEOUT_SECONDS", env.OMNI_REQUEST_TIMEOUT_SECONDS, 30, 1, 86_400),
+    maxConnections: integer("OMNI_MAX_CONNECTIONS", env.OMNI_MAX_CONNECTIONS, 1_000, 1, 1_000_000)
   }
 }

@@ -119,7 +119,12 @@ const main = async () => {
         : checkStorageReadiness(connection),
     heartbeats: () => workers.heartbeats?.() ?? new Map()
   }, served)
-  const server = await serve(checked, { port: config.port, host: config.host }).catch(async (error: unknown) => {
+  const server = await serve(checked, {
+    port: config.port,
+    host: config.host,
+    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+    maxConnections: config.maxConnections
+  }).catch(async (error: unknown) => {
     await release()
     throw error
   })
