@@ -4,12 +4,12 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test PORT=4000 npx tsx examples/embed/server.ts
  */
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Kysely, PostgresDialect } from "kysely"
 import { make } from "omnichannel-core"
 import { type Database, layer, migrate } from "omnichannel-core/kysely"
-import { nodeHmacSigner, toNodeListener } from "omnichannel-core/node"
+import { nodeHmacSigner, toCheckContinueListener, toNodeListener } from "omnichannel-core/node"
 import { simulatedProviders } from "omnichannel-core/providers"
 import pg from "pg"
 
@@ -38,7 +38,7 @@ const messaging = await make({
 })
 const messagingListener = toNodeListener(messaging.handler)
 
-const server = createServer((req, res) => {
+const appListener = (req: IncomingMessage, res: ServerResponse) => {
   if (req.url?.startsWith("/messaging/")) return messagingListener(req, res)
   if (req.url === "/health") {
     // The app's own route, using the same pool.
@@ -49,6 +49,15 @@ const server = createServer((req, res) => {
     return
   }
   res.writeHead(404, { "content-type": "text/plain" }).end("not found")
+}
+// A request not fully received within 30 s is answered 408; `100 Continue` waits until a body is read,
+// so a request the library refuses (bad key, body too large) is answered before the client sends it.
+const server = createServer({ requestTimeout: 30_000, headersTimeout: 30_000 }, appListener)
+const messagingContinue = toCheckContinueListener(messagingListener)
+server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+  if (req.url?.startsWith("/messaging/")) return messagingContinue(req, res)
+  res.writeContinue()
+  appListener(req, res)
 })
 
 server.listen(port, "127.0.0.1", () => {
