@@ -304,7 +304,9 @@ export const UNIQUE_INDEXES: ReadonlyArray<{ readonly name: string; readonly tab
   { name: "contact_tags_pkey", table: "contact_tags", columns: ["tenant_id", "contact_id", "tag_id"] },
   // A null dm_key (a channel) never collides; SQLite lists the columns.
   { name: "team_chat_channels_tenant_dm_unique", table: "team_chat_channels", columns: ["tenant_id", "dm_key"] },
-  { name: "team_chat_message_attachments_attachment_unique", table: "team_chat_message_attachments", columns: ["attachment_id"] }
+  { name: "team_chat_message_attachments_attachment_unique", table: "team_chat_message_attachments", columns: ["attachment_id"] },
+  // Partial (`WHERE status = 'active'`): one active channel per number or account; SQLite lists the columns.
+  { name: "channels_active_external_unique", table: "channels", columns: ["platform", "external_id"] }
 ]
 
 /** A batch of outbox events a worker fanned out and is sending (see migration 0006). */

@@ -19,6 +19,7 @@ import * as TeamChat from "./migrations/2026_11_26_0015_team_chat.ts"
 import * as TraceContext from "./migrations/2026_11_26_0016_trace_context.ts"
 import * as RetentionIndexes from "./migrations/2026_11_26_0017_retention_indexes.ts"
 import * as InboundTraceContext from "./migrations/2026_11_26_0018_inbound_trace_context.ts"
+import * as OneActiveChannelPerNumber from "./migrations/2026_11_28_0019_one_active_channel_per_number.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -44,7 +45,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0015_team_chat", TeamChat.up],
   ["2026_11_26_0016_trace_context", TraceContext.up],
   ["2026_11_26_0017_retention_indexes", RetentionIndexes.up],
-  ["2026_11_26_0018_inbound_trace_context", InboundTraceContext.up]
+  ["2026_11_26_0018_inbound_trace_context", InboundTraceContext.up],
+  ["2026_11_28_0019_one_active_channel_per_number", OneActiveChannelPerNumber.up]
 ]
 
 /** The names of every migration this code knows, in the order they run. */

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { NotFound } from "../kernel/ApiError.ts"
+import { Conflict, NotFound } from "../kernel/ApiError.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
@@ -13,27 +13,36 @@ import { channelEventData } from "./Channel.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Channel ${id} not found` })
 
+// The same words whoever asks: whether the holder is the caller's own tenant or another is not told.
+const numberTaken = (platform: string, externalId: string) =>
+  new Conflict({
+    message: `${externalId} is already connected to an active ${platform} channel; ` +
+      "it can be connected again once that channel is disconnected"
+  })
+
 /** Channels of a tenant: connecting one, reading them, disconnecting one. */
 export class ChannelService extends Context.Service<ChannelService, {
   /**
    * Stores a newly connected channel and emits `channel.created`. Joins the caller's transaction,
-   * so a connect link's use and its channel commit together.
+   * so a connect link's use and its channel commit together. A number (provider id) an active channel
+   * of any tenant holds already is refused with `Conflict`, decided by the database's unique index so
+   * two connections racing cannot both win; the caller's transaction must then be rolled back.
    */
   readonly connect: (input: {
     readonly tenantId: string
     readonly platform: string
     readonly connection: ProviderConnection
     readonly connectTokenId: string | null
-  }) => Effect.Effect<ChannelRecord, StorageError>
+  }) => Effect.Effect<ChannelRecord, Conflict | StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<ChannelRecord, NotFound | StorageError>
   readonly list: (
     tenantId: string,
     page: PageRequest
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
   /**
-   * The active chat-app channel whose phone number id is `phoneNumberId`, in whichever tenant holds it:
-   * how an operator payload, which names a number and not a tenant, finds its workspace. When two
-   * tenants connected the same number, the most recent connection wins.
+   * The active chat-app channel whose phone number id is `phoneNumberId`, in whichever tenant holds it
+   * (one at most, see `connect`): how an operator payload, which names a number and not a tenant,
+   * finds its workspace.
    */
   readonly routeChatapp: (phoneNumberId: string) => Effect.Effect<Option.Option<ChannelRecord>, StorageError>
   /** Marks the channel disconnected and emits `channel.updated`; disconnecting twice changes nothing. */
@@ -67,7 +76,12 @@ export class ChannelService extends Context.Service<ChannelService, {
               yield* makeEvent({ type: "channel.created", tenantId: input.tenantId, data: channelEventData(channel) })
             ])
             return channel
-          }))
+          })).pipe(
+            Effect.catchTag("StorageError", (e): Effect.Effect<never, Conflict | StorageError> =>
+              e.reason === "UniqueViolation" && e.constraint === "channels_active_external_unique"
+                ? Effect.fail(numberTaken(channel.platform, channel.external_id))
+                : Effect.fail(e))
+          )
         }),
         get: Effect.fn("ChannelService.get")(function*(tenantId, id) {
           const found = yield* channels.get(tenantId, id)

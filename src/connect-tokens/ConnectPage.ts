@@ -160,6 +160,15 @@ export const makeConnectPageHandler = Effect.gen(function*() {
               formPage({ link, type, provider, action, csrf: sent, values, errors: rejected.fields, message: rejected.message })
             )
           })),
+        // Another channel holds the number: said on the form, nothing created, the link's use not counted.
+        Effect.catchTag("Conflict", () =>
+          Effect.gen(function*() {
+            const link = yield* service.open(rawToken)
+            const provider = link.providers.find((p) => p.type === type)!.provider
+            const message = `This ${labelOf(type)} account is already connected to an active channel, so it was not ` +
+              "connected again. It can be connected once that channel is disconnected."
+            return respondForm(link, 409, formPage({ link, type, provider, action, csrf: sent, values, errors: {}, message }))
+          })),
         Effect.catchTag("ChannelTypeUnavailable", () =>
           Effect.map(service.open(rawToken), (link) => respond(422, choicePage(link, action))))
       )

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
-import { FeatureDisabled, NotFound } from "../kernel/ApiError.ts"
+import { type Conflict, FeatureDisabled, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import { issueCredential, parseCredential, verifySecret } from "../kernel/Secret.ts"
@@ -58,7 +58,8 @@ export class ConnectTokenService extends Context.Service<ConnectTokenService, {
   readonly open: (rawToken: string) => Effect.Effect<OpenLink, LinkUnusable | StorageError>
   /**
    * Connects a channel of `channelType` through the link: the provider checks `input`, then the
-   * use is counted and the channel created in the token's tenant in one transaction.
+   * use is counted and the channel created in the token's tenant in one transaction. A number an
+   * active channel holds already is refused with `Conflict`, and the use is not counted.
    */
   readonly complete: (
     rawToken: string,
@@ -66,7 +67,7 @@ export class ConnectTokenService extends Context.Service<ConnectTokenService, {
     input: Readonly<Record<string, string>>
   ) => Effect.Effect<
     { readonly channel: ChannelRecord; readonly token: ConnectTokenRecord },
-    LinkUnusable | ChannelTypeUnavailable | ProviderRejected | StorageError
+    LinkUnusable | ChannelTypeUnavailable | ProviderRejected | Conflict | StorageError
   >
 }>()("omnichannel-core/connect-tokens/ConnectTokenService") {
   static readonly layer = Layer.effect(

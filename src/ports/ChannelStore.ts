@@ -21,6 +21,10 @@ export interface ChannelRecord {
 
 /** Channels; every method is scoped by tenant id. */
 export class ChannelStore extends Context.Service<ChannelStore, {
+  /**
+   * Stores a new channel; an active one whose platform and provider id an active channel of any tenant
+   * holds already fails with `UniqueViolation` on `channels_active_external_unique`.
+   */
   readonly insert: (channel: ChannelRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<ChannelRecord>, StorageError>
   /** One page, newest first, and the tenant's total. */
@@ -29,9 +33,9 @@ export class ChannelStore extends Context.Service<ChannelStore, {
     window: { readonly limit: number; readonly offset: number }
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ChannelRecord>; readonly total: number }, StorageError>
   /**
-   * The active channels of `platform` whose provider id is `externalId`, in every tenant, newest first:
-   * the one cross-tenant read of channels, for routing what the operator sends (a payload names a
-   * phone number id, not a tenant).
+   * The active channel of `platform` whose provider id is `externalId`, in whichever tenant holds it
+   * (at most one does, see `insert`), as a list: the one cross-tenant read of channels, for routing
+   * what the operator sends (a payload names a phone number id, not a tenant).
    */
   readonly findActiveByExternalId: (
     platform: string,
@@ -47,6 +51,9 @@ export class ChannelStore extends Context.Service<ChannelStore, {
     key: string,
     value: string
   ) => Effect.Effect<ReadonlyArray<ChannelRecord>, StorageError>
-  /** Replaces the stored channel `channel.id` of `tenantId`; `false` when it does not exist there. */
+  /**
+   * Replaces the stored channel `channel.id` of `tenantId`; `false` when it does not exist there. Making
+   * it active fails like `insert` when another active channel holds its provider id.
+   */
   readonly update: (tenantId: string, channel: ChannelRecord) => Effect.Effect<boolean, StorageError>
 }>()("omnichannel-core/ports/ChannelStore") {}

@@ -1,7 +1,8 @@
-import { Effect, Option } from "effect"
+import { Effect, Option, Result } from "effect"
 import { expect, it } from "vitest"
 import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ChannelRecord, ChannelStore } from "../../src/ports/ChannelStore.ts"
+import type { StorageError } from "../../src/ports/StorageError.ts"
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { channelRecord, seedTenant } from "./Fixtures.ts"
 import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
@@ -20,7 +21,18 @@ const uniqueDigits = (): string => BigInt(`0x${globalThis.crypto.randomUUID().re
 const getChannel = (h: UseHarness<ChannelStore, "channels">, tenantId: string, id: string) =>
   h().run(ChannelStore.use((s) => s.get(tenantId, id))).then(Option.getOrUndefined)
 
-// Two tenants with one channel each, for the same provider account (allowed: channels are per tenant).
+const expectNumberTaken = (error: StorageError) => {
+  expect(error).toMatchObject({ _tag: "StorageError", reason: "UniqueViolation", constraint: "channels_active_external_unique" })
+}
+
+const disconnectedAt = (channel: ChannelRecord, at: string): ChannelRecord => ({
+  ...channel,
+  status: "disconnected",
+  updated_at: at,
+  disconnected_at: at
+})
+
+// Two tenants with one channel each.
 const twoTenants = Effect.gen(function*() {
   const a = (yield* seedTenant).tenant
   const b = (yield* seedTenant).tenant
@@ -135,26 +147,94 @@ export const channelStoreSuite: Suite<ChannelStore | TenantStore | AccountStore,
       expect([...seen].sort()).toEqual(channels.map((c) => c.id).sort())
     })
 
-    it("finds the active channels of a platform and provider id in every tenant, newest first, and no others", async () => {
+    it("finds the active channel of a platform and provider id in whichever tenant holds it, and no others", async () => {
       const a = (await h().run(seedTenant)).tenant
       const b = (await h().run(seedTenant)).tenant
-      const externalId = `10655${globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`
-      const older = channelRecord(a.id, { external_id: externalId, created_at: "2026-11-22T10:00:00.000Z" })
-      const newer = channelRecord(b.id, { external_id: externalId, created_at: "2026-11-22T11:00:00.000Z" })
-      const disconnected = channelRecord(b.id, {
-        external_id: externalId,
-        status: "disconnected",
-        created_at: "2026-11-22T12:00:00.000Z",
-        disconnected_at: "2026-11-22T12:30:00.000Z"
-      })
-      const otherPlatform = channelRecord(a.id, { platform: "smtp_imap", external_id: externalId })
+      const externalId = `10655${uniqueDigits()}`
+      const active = channelRecord(a.id, { external_id: externalId, created_at: "2026-11-22T11:00:00.000Z" })
+      const disconnected = disconnectedAt(
+        channelRecord(b.id, { external_id: externalId, created_at: "2026-11-22T12:00:00.000Z" }),
+        "2026-11-22T12:30:00.000Z"
+      )
+      const otherPlatform = channelRecord(b.id, { platform: "smtp_imap", external_id: externalId })
       const otherNumber = channelRecord(a.id, { external_id: `${externalId}9` })
-      await h().run(insertAll([disconnected, older, otherPlatform, newer, otherNumber]))
+      await h().run(insertAll([disconnected, active, otherPlatform, otherNumber]))
       const find = (platform: string, id: string) => h().run(ChannelStore.use((s) => s.findActiveByExternalId(platform, id)))
 
-      expect(await find("chatapp", externalId)).toEqual([newer, older])
+      expect(await find("chatapp", externalId)).toEqual([active])
       expect(await find("smtp_imap", externalId)).toEqual([otherPlatform])
       expect(await find("chatapp", `${externalId}8`)).toEqual([])
+    })
+
+    it("refuses a second active channel of a platform and provider id, in the same tenant or another, with UniqueViolation naming channels_active_external_unique, and keeps the first", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const first = channelRecord(a.id)
+      await h().run(insertAll([first]))
+
+      const sameTenant = channelRecord(a.id, { external_id: first.external_id, name: "Again in A" })
+      const otherTenant = channelRecord(b.id, { external_id: first.external_id, name: "Taken over by B" })
+      expectNumberTaken(await h().run(Effect.flip(insertAll([sameTenant]))))
+      expectNumberTaken(await h().run(Effect.flip(insertAll([otherTenant]))))
+
+      expect(await h().stored.channels(a.id)).toEqual([first])
+      expect(await h().stored.channels(b.id)).toEqual([])
+    })
+
+    it("lets the same provider id be active once per platform, and stored disconnected any number of times", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const chatapp = channelRecord(a.id)
+      const otherPlatform = channelRecord(b.id, { platform: "sms", external_id: chatapp.external_id })
+      const gone = [a, b].map((tenant) =>
+        disconnectedAt(channelRecord(tenant.id, { external_id: chatapp.external_id }), "2026-11-22T12:00:00.000Z")
+      )
+      await h().run(insertAll([chatapp, otherPlatform, ...gone]))
+
+      expect(await h().stored.channels(a.id)).toEqual([chatapp, gone[0]!].sort(byId))
+      expect(await h().stored.channels(b.id)).toEqual([otherPlatform, gone[1]!].sort(byId))
+    })
+
+    it("accepts the number again, in any tenant, once the channel holding it is disconnected", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const first = channelRecord(a.id)
+      await h().run(insertAll([first]))
+      const gone = disconnectedAt(first, "2026-11-22T12:00:00.000Z")
+      expect(await h().run(ChannelStore.use((s) => s.update(a.id, gone)))).toBe(true)
+
+      const again = channelRecord(b.id, { external_id: first.external_id })
+      await h().run(insertAll([again]))
+
+      expect(await h().stored.channels(a.id)).toEqual([gone])
+      expect(await h().stored.channels(b.id)).toEqual([again])
+    })
+
+    it("refuses to make a disconnected channel active while another holds its number, and leaves it unchanged", async () => {
+      const { tenant } = await h().run(seedTenant)
+      const gone = disconnectedAt(channelRecord(tenant.id), "2026-11-22T12:00:00.000Z")
+      const holder = channelRecord(tenant.id, { external_id: gone.external_id })
+      await h().run(insertAll([gone, holder]))
+
+      const revived: ChannelRecord = { ...gone, status: "active", disconnected_at: null }
+      expectNumberTaken(await h().run(Effect.flip(ChannelStore.use((s) => s.update(tenant.id, revived)))))
+      expect(await h().stored.channels(tenant.id)).toEqual([gone, holder].sort(byId))
+    })
+
+    it("stores exactly one of two active channels of one number inserted at once", async () => {
+      const a = (await h().run(seedTenant)).tenant
+      const b = (await h().run(seedTenant)).tenant
+      const ofA = channelRecord(a.id)
+      const ofB = channelRecord(b.id, { external_id: ofA.external_id })
+      const results = await h().run(
+        Effect.all([ofA, ofB].map((channel) => Effect.result(insertAll([channel]))), { concurrency: 2 })
+      )
+
+      expect(results.filter(Result.isSuccess)).toHaveLength(1)
+      for (const failed of results.filter(Result.isFailure)) expectNumberTaken(failed.failure)
+      const stored = [...await h().stored.channels(a.id), ...await h().stored.channels(b.id)]
+      expect(stored).toHaveLength(1)
+      expect(stored[0]!.external_id).toBe(ofA.external_id)
     })
 
     it("finds no channel by provider id once every channel holding it is disconnected", async () => {

@@ -167,22 +167,26 @@ export const outboxEvent = (tenantId: string, overrides: Partial<EventEnvelope> 
   }
 }
 
-/** An active chat-app channel of `tenantId`, connected without a link. */
-export const channelRecord = (tenantId: string, overrides: Partial<ChannelRecord> = {}): ChannelRecord => ({
-  id: id(),
-  tenant_id: tenantId,
-  platform: "chatapp",
-  name: "Chat app number 1065550100",
-  status: "active",
-  external_id: "1065550100",
-  config: { phone_number_id: "1065550100", business_account_id: "2065550100" },
-  secrets: { access_token: "EAAG-secret-access-token-0001" },
-  created_via_connect_token_id: null,
-  created_at: AT,
-  updated_at: null,
-  disconnected_at: null,
-  ...overrides
-})
+/** An active chat-app channel of `tenantId` with a number of its own, connected without a link. */
+export const channelRecord = (tenantId: string, overrides: Partial<ChannelRecord> = {}): ChannelRecord => {
+  // An active number belongs to one channel: each record holds one of its own.
+  const number = `10655${BigInt(`0x${id().replaceAll("-", "")}`).toString().slice(-10)}`
+  return {
+    id: id(),
+    tenant_id: tenantId,
+    platform: "chatapp",
+    name: `Chat app number ${number}`,
+    status: "active",
+    external_id: number,
+    config: { phone_number_id: number, business_account_id: "2065550100" },
+    secrets: { access_token: "EAAG-secret-access-token-0001" },
+    created_via_connect_token_id: null,
+    created_at: AT,
+    updated_at: null,
+    disconnected_at: null,
+    ...overrides
+  }
+}
 
 /** An unused connect token of `tenantId` with a unique lookup and the spec's default limits. */
 export const connectTokenRecord = (tenantId: string, overrides: Partial<ConnectTokenRecord> = {}): ConnectTokenRecord => {

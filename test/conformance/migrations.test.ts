@@ -3,7 +3,7 @@ import { type Migration, Migrator } from "kysely/migration"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { type Database, migrate, openPglite, openPostgres, openSqlite } from "../../adapters/kysely/KyselyStorage.ts"
 import type { Dialect } from "../../adapters/kysely/Migrations.ts"
 import * as Foundation from "../../adapters/kysely/migrations/2026_11_22_0001_foundation.ts"
@@ -15,8 +15,18 @@ import * as WebhookFanOutLeases from "../../adapters/kysely/migrations/2026_11_2
 import * as OutboxUnfannedPartialIndex from "../../adapters/kysely/migrations/2026_11_24_0007_outbox_unfanned_partial_index.ts"
 import * as ConversationsAndInbound from "../../adapters/kysely/migrations/2026_11_26_0008_conversations_and_inbound.ts"
 import * as TemplatesAndSendingLimits from "../../adapters/kysely/migrations/2026_11_26_0009_templates_and_sending_limits.ts"
+import * as Email from "../../adapters/kysely/migrations/2026_11_26_0010_email.ts"
+import * as Lists from "../../adapters/kysely/migrations/2026_11_26_0011_lists.ts"
+import * as Campaigns from "../../adapters/kysely/migrations/2026_11_26_0012_campaigns.ts"
+import * as Flows from "../../adapters/kysely/migrations/2026_11_26_0013_flows.ts"
+import * as Summaries from "../../adapters/kysely/migrations/2026_11_26_0014_summaries.ts"
+import * as TeamChat from "../../adapters/kysely/migrations/2026_11_26_0015_team_chat.ts"
+import * as TraceContext from "../../adapters/kysely/migrations/2026_11_26_0016_trace_context.ts"
+import * as RetentionIndexes from "../../adapters/kysely/migrations/2026_11_26_0017_retention_indexes.ts"
+import * as InboundTraceContext from "../../adapters/kysely/migrations/2026_11_26_0018_inbound_trace_context.ts"
+import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import { createPostgresDatabase, PG_URL, testDatabases } from "../support/Databases.ts"
-import { billingAccountRecord, conversationRecord, tenantRecord, userRecord } from "./Fixtures.ts"
+import { billingAccountRecord, channelRecord, conversationRecord, tenantRecord, userRecord } from "./Fixtures.ts"
 
 /** How the database defines index `name`, as its own catalogue prints it. */
 const indexDefinition = async (db: Kysely<Database>, dialect: Dialect, name: string): Promise<string | undefined> => {
@@ -97,6 +107,44 @@ const UP_TO_0009 = [
   ["2026_11_26_0008_conversations_and_inbound", ConversationsAndInbound.up],
   ["2026_11_26_0009_templates_and_sending_limits", TemplatesAndSendingLimits.up]
 ] as const
+
+// The migrations a database had run before 0019 landed.
+const UP_TO_0018 = [
+  ...UP_TO_0009,
+  ["2026_11_26_0010_email", Email.up],
+  ["2026_11_26_0011_lists", Lists.up],
+  ["2026_11_26_0012_campaigns", Campaigns.up],
+  ["2026_11_26_0013_flows", Flows.up],
+  ["2026_11_26_0014_summaries", Summaries.up],
+  ["2026_11_26_0015_team_chat", TeamChat.up],
+  ["2026_11_26_0016_trace_context", TraceContext.up],
+  ["2026_11_26_0017_retention_indexes", RetentionIndexes.up],
+  ["2026_11_26_0018_inbound_trace_context", InboundTraceContext.up]
+] as const
+
+/** Stores a new tenant (and its owner and billing account) directly, as the schema of any version holds it. */
+const insertTenant = async (db: Kysely<Database>): Promise<string> => {
+  const user = userRecord()
+  const account = billingAccountRecord(user.id)
+  const { is_trial, is_active, ai_features_enabled, multi_agent_mode, sms_enabled, ...tenant } = tenantRecord(account.id)
+  const flag = (value: boolean): 0 | 1 => (value ? 1 : 0)
+  await db.insertInto("users").values(user).execute()
+  await db.insertInto("billing_accounts").values(account).execute()
+  await db.insertInto("tenants").values({
+    ...tenant,
+    is_trial: flag(is_trial),
+    is_active: flag(is_active),
+    ai_features_enabled: flag(ai_features_enabled),
+    multi_agent_mode: flag(multi_agent_mode),
+    sms_enabled: flag(sms_enabled)
+  }).execute()
+  return tenant.id
+}
+
+const insertChannels = (db: Kysely<Database>, channels: ReadonlyArray<ChannelRecord>) =>
+  db.insertInto("channels")
+    .values(channels.map((c) => ({ ...c, config: JSON.stringify(c.config), secrets: JSON.stringify(c.secrets) })))
+    .execute()
 
 const migrateUpTo0006 = (db: Kysely<Database>, dialect: Dialect) => migrateThrough(db, dialect, UP_TO_0006)
 
@@ -222,20 +270,7 @@ describe.each(emptyDatabases)("migrations from an older schema on $name", ({ nam
     const { db, dialect, close } = await open()
     try {
       await migrateThrough(db, dialect, UP_TO_0009)
-      const user = userRecord()
-      const account = billingAccountRecord(user.id)
-      const { is_trial, is_active, ai_features_enabled, multi_agent_mode, sms_enabled, ...tenant } = tenantRecord(account.id)
-      const flag = (value: boolean): 0 | 1 => (value ? 1 : 0)
-      await db.insertInto("users").values(user).execute()
-      await db.insertInto("billing_accounts").values(account).execute()
-      await db.insertInto("tenants").values({
-        ...tenant,
-        is_trial: flag(is_trial),
-        is_active: flag(is_active),
-        ai_features_enabled: flag(ai_features_enabled),
-        multi_agent_mode: flag(multi_agent_mode),
-        sms_enabled: flag(sms_enabled)
-      }).execute()
+      const tenant = { id: await insertTenant(db) }
       const { kind: _kind, ...open } = conversationRecord(tenant.id)
       // Before 0010 the table has no kind column, which the current row type requires.
       await sql`INSERT INTO conversations (id, tenant_id, channel_id, contact_id, status, created_at)
@@ -252,6 +287,72 @@ describe.each(emptyDatabases)("migrations from an older schema on $name", ({ nam
       expect(await db.selectFrom("conversations").select("id").where("tenant_id", "=", tenant.id).orderBy("id").execute())
         .toEqual([{ id: open.id }, { id: thread.id }].sort((x, y) => (x.id < y.id ? -1 : 1)))
     } finally {
+      await close()
+    }
+  }, 120_000)
+
+  // Migration 0019 allows one active channel per number; numbers active in several channels before it
+  // keep the oldest (created_at, then id) and the others are disconnected.
+  it("settle a number active in several channels before 0019 by keeping the oldest and disconnecting the others, and refuse another after", async () => {
+    const { db, dialect, close } = await open()
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined)
+    try {
+      await migrateThrough(db, dialect, UP_TO_0018)
+      const [a, b] = [await insertTenant(db), await insertTenant(db)]
+      const prefix = globalThis.crypto.randomUUID()
+      const taken = channelRecord(a)
+      const number = taken.external_id
+      // The oldest holder is in B; two later ones, created at one instant, in A and B.
+      const oldest = channelRecord(b, { id: `${prefix}-z`, external_id: number, created_at: "2026-11-20T08:00:00.000Z" })
+      const laterOfA = channelRecord(a, { id: `${prefix}-a`, external_id: number, created_at: "2026-11-21T09:00:00.000Z" })
+      const laterOfB = channelRecord(b, { id: `${prefix}-b`, external_id: number, created_at: "2026-11-21T09:00:00.000Z" })
+      const alreadyGone = channelRecord(a, {
+        external_id: number,
+        status: "disconnected",
+        created_at: "2026-11-19T08:00:00.000Z",
+        updated_at: "2026-11-19T09:00:00.000Z",
+        disconnected_at: "2026-11-19T09:00:00.000Z"
+      })
+      // A second number held twice from one instant: the smaller id is kept.
+      const twin = channelRecord(a, { id: `${prefix}-c`, created_at: "2026-11-21T09:00:00.000Z" })
+      const twinLater = channelRecord(b, { id: `${prefix}-d`, external_id: twin.external_id, created_at: "2026-11-21T09:00:00.000Z" })
+      const alone = channelRecord(a)
+      const otherPlatform = channelRecord(b, { platform: "sms", external_id: number })
+      await insertChannels(db, [laterOfB, oldest, alreadyGone, laterOfA, twinLater, twin, alone, otherPlatform])
+
+      await migrate(db, dialect)
+
+      const rows = await db.selectFrom("channels").select(["id", "status", "updated_at", "disconnected_at"])
+        .where("tenant_id", "in", [a, b]).orderBy("id").execute()
+      const byId = new Map(rows.map((row) => [row.id, row]))
+      for (const kept of [oldest, twin, alone, otherPlatform]) {
+        expect(byId.get(kept.id)).toEqual({ id: kept.id, status: "active", updated_at: null, disconnected_at: null })
+      }
+      expect(byId.get(alreadyGone.id)).toEqual({
+        id: alreadyGone.id,
+        status: "disconnected",
+        updated_at: "2026-11-19T09:00:00.000Z",
+        disconnected_at: "2026-11-19T09:00:00.000Z"
+      })
+      for (const settled of [laterOfA, laterOfB, twinLater]) {
+        const row = byId.get(settled.id)!
+        expect(row.status).toBe("disconnected")
+        expect(row.disconnected_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+        expect(row.updated_at).toBe(row.disconnected_at)
+      }
+      const warnings = warn.mock.calls.map((args) => args.join(" "))
+      expect(warnings).toHaveLength(2)
+      expect(warnings.find((w) => w.includes(oldest.id))).toMatch(
+        new RegExp(`kept the oldest, ${oldest.id} \\(tenant ${b}\\), and disconnected ${laterOfA.id} \\(tenant ${a}\\), ${laterOfB.id} \\(tenant ${b}\\)`)
+      )
+      expect(warnings.find((w) => w.includes(twin.id))).toContain(`disconnected ${twinLater.id} (tenant ${b})`)
+
+      expect(await indexDefinition(db, dialect, "channels_active_external_unique"))
+        .toMatch(/unique index.*\(.*platform.*external_id.*\).*where.*status.*=.*'active'/i)
+      await expect(insertChannels(db, [channelRecord(a, { external_id: number })])).rejects.toThrow(/unique|duplicate/i)
+      await insertChannels(db, [channelRecord(a, { external_id: number, status: "disconnected" })])
+    } finally {
+      warn.mockRestore()
       await close()
     }
   }, 120_000)

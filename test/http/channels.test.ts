@@ -4,7 +4,7 @@ import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.
 import type { ChannelType } from "../../src/kernel/ChannelType.ts"
 import type { Scope } from "../../src/kernel/Scope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { connectChannel, createLink, PUBLIC_URL, VALID_INPUTS } from "../support/ConnectCustomer.ts"
+import { connectChannel, createLink, PUBLIC_URL, validInputs } from "../support/ConnectCustomer.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -25,9 +25,9 @@ const now = () => new Date(test.clock.nowMillis()).toISOString()
 const newTenant = async () => {
   const owner = await test.operator((operator) => operator.bootstrap({}))
   const as = (method: string, path: string) => test.call(method, path, { token: owner.api_key })
-  const connect = async (type: ChannelType): Promise<Channel> => {
+  const connect = async (type: ChannelType, inputs = validInputs(type)): Promise<Channel> => {
     const link = await createLink(test, owner.api_key, { allowed_channel_types: [type] })
-    const page = await connectChannel(test, link.connect_url, type)
+    const page = await connectChannel(test, link.connect_url, type, inputs)
     if (page.status !== 200) throw new Error(`connecting ${type} answered ${page.status}`)
     return (await as("GET", "/channels")).body.items[0]
   }
@@ -73,7 +73,9 @@ describe("GET /channels", () => {
 describe("GET /channels/{channel_id}", () => {
   it("answers the channel with its non-secret settings", async () => {
     const tenant = await newTenant()
-    const channel = await tenant.connect("smtp_imap")
+    const inputs = validInputs("smtp_imap")
+    const address = inputs.email_address!
+    const channel = await tenant.connect("smtp_imap", inputs)
 
     const answer = await tenant.as("GET", `/channels/${channel.id}`)
     expect(answer.status).toBe(200)
@@ -81,11 +83,11 @@ describe("GET /channels/{channel_id}", () => {
       id: channel.id,
       tenant_id: tenant.tenant_id,
       platform: "smtp_imap",
-      name: "ada@example.com",
+      name: address,
       status: "active",
-      external_id: "ada@example.com",
+      external_id: address,
       config: {
-        email_address: "ada@example.com",
+        email_address: address,
         imap_host: "imap.example.com",
         imap_port: "993",
         smtp_host: "smtp.example.com",
@@ -115,8 +117,9 @@ describe("secrets", () => {
     "never returns what the %s provider was given as a secret, in any response",
     async (type) => {
       const tenant = await newTenant()
-      const channel = await tenant.connect(type)
-      const secrets = simulatedProviders[type]!.fields.filter((f) => f.secret).map((f) => VALID_INPUTS[type][f.name]!)
+      const inputs = validInputs(type)
+      const channel = await tenant.connect(type, inputs)
+      const secrets = simulatedProviders[type]!.fields.filter((f) => f.secret).map((f) => inputs[f.name]!)
       expect(secrets.length).toBeGreaterThan(0)
 
       const answers = [

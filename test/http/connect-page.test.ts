@@ -13,7 +13,7 @@ import {
   type PageAnswer,
   PUBLIC_URL,
   submit,
-  VALID_INPUTS
+  validInputs
 } from "../support/ConnectCustomer.ts"
 import { PG_URL, testDatabases } from "../support/Databases.ts"
 import { type TestApp, startTestApp } from "../support/TestApp.ts"
@@ -143,10 +143,11 @@ describe("the connect page", () => {
       expect(form.inputs.map((i) => [i.name, i.type, i.required])).toEqual(fields)
       expect(form.action).toBe(created.connect_url)
 
-      expect((await submit(test, form, VALID_INPUTS[type])).status).toBe(200)
+      const inputs = validInputs(type)
+      expect((await submit(test, form, inputs)).status).toBe(200)
       const [channel] = await tenant.channels()
       expect(channel).toMatchObject({ platform: type, status: "active", created_via_connect_token_id: created.id })
-      const secrets = fields.filter(([, kind]) => kind === "password").map(([name]) => VALID_INPUTS[type][name]!)
+      const secrets = fields.filter(([, kind]) => kind === "password").map(([name]) => inputs[name]!)
       for (const secret of secrets) expect(JSON.stringify(channel)).not.toContain(secret)
     })
   })
@@ -172,7 +173,7 @@ describe("the connect page", () => {
       const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
       const form = await openForm(test, created.connect_url, "chatapp")
 
-      const answer = await submit(test, form, VALID_INPUTS.chatapp, tamper)
+      const answer = await submit(test, form, validInputs("chatapp"), tamper)
       expect(answer.status).toBe(403)
       expect(answer.html).toContain("Refused")
       expect((await tenant.token(created.id)).uses_count).toBe(0)
@@ -185,7 +186,7 @@ describe("the connect page", () => {
       const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
       const form = await openForm(test, created.connect_url, "chatapp")
 
-      expect((await submit(test, form, VALID_INPUTS.chatapp, { origin: null })).status).toBe(200)
+      expect((await submit(test, form, validInputs("chatapp"), { origin: null })).status).toBe(200)
     })
   })
 
@@ -211,7 +212,7 @@ describe("the connect page", () => {
     // A valid chat-app form padded to exactly `bytes` bytes of UTF-8 with 20,000 three-byte "€",
     // so it holds far fewer UTF-16 units than bytes.
     const paddedForm = (form: ConnectForm, bytes: number) => {
-      const fields = new URLSearchParams({ csrf: form.csrf, channel_type: "chatapp", ...VALID_INPUTS.chatapp })
+      const fields = new URLSearchParams({ csrf: form.csrf, channel_type: "chatapp", ...validInputs("chatapp") })
       const head = `${fields}&padding=${"€".repeat(20_000)}`
       const text = head + "a".repeat(bytes - new TextEncoder().encode(head).byteLength)
       expect(new TextEncoder().encode(text).byteLength).toBe(bytes)
@@ -272,19 +273,20 @@ describe("the connect page", () => {
       const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
       const form = await openForm(test, created.connect_url, "chatapp")
       const refusedToken = "EAAGsecretREJECTthisTokenPlease000001"
+      const inputs = validInputs("chatapp")
 
-      const answer = await submit(test, form, { ...VALID_INPUTS.chatapp, access_token: refusedToken })
+      const answer = await submit(test, form, { ...inputs, access_token: refusedToken })
       expect(answer.status).toBe(422)
       expect(answer.html).toContain("The provider refused these credentials.")
       expect(answer.html).toContain("Refused by the provider: check it and try again")
-      expect(answer.html).toContain('value="1065550100"')
+      expect(answer.html).toContain(`value="${inputs.phone_number_id}"`)
       expect(answer.html).not.toContain(refusedToken)
       expect(answer.html).toContain(`<input type="hidden" name="csrf" value="${form.csrf}">`)
       expect((await tenant.token(created.id)).uses_count).toBe(0)
       expect(await tenant.channels()).toEqual([])
       expect(await tenant.events()).toEqual([])
 
-      expect((await submit(test, form, VALID_INPUTS.chatapp)).status).toBe(200)
+      expect((await submit(test, form, inputs)).status).toBe(200)
       expect((await tenant.token(created.id)).uses_count).toBe(1)
     })
 
@@ -306,10 +308,58 @@ describe("the connect page", () => {
       const created = await tenant.link({ allowed_channel_types: ["chatapp", "webmail"] })
       const form = await openForm(test, created.connect_url, "chatapp")
 
-      const answer = await submit(test, { ...form, channelType: "botchat" }, VALID_INPUTS.botchat)
+      const answer = await submit(test, { ...form, channelType: "botchat" }, validInputs("botchat"))
       expect(answer.status).toBe(422)
       expect(offeredTypes(answer)).toEqual(["chatapp", "webmail"])
       expect(await tenant.channels()).toEqual([])
+    })
+  })
+
+  describe("a number another channel holds", () => {
+    const TAKEN = "already connected to an active channel, so it was not connected again"
+
+    it.each([
+      ["another tenant's", "other"],
+      ["the tenant's own", "same"]
+    ] as const)("answers 409 with the form again and a clear message when %s active channel holds the number, creating nothing and counting no use", async (_, whose) => {
+      const holder = await newTenant(test)
+      const inputs = validInputs("chatapp")
+      expect((await connectChannel(test, (await holder.link({ allowed_channel_types: ["chatapp"] })).connect_url, "chatapp", inputs)).status)
+        .toBe(200)
+      const [held] = await holder.channels()
+      const tenant = whose === "same" ? holder : await newTenant(test)
+      const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      const form = await openForm(test, created.connect_url, "chatapp")
+
+      const answer = await submit(test, form, inputs)
+      expect(answer.status).toBe(409)
+      expect(decodeHtml(answer.html)).toContain(`This Chat app (business platform) account is ${TAKEN}.`)
+      expect(answer.html).toContain(`value="${inputs.phone_number_id}"`)
+      expect(answer.html).not.toContain(inputs.access_token!)
+      expect(answer.html).toContain(`<input type="hidden" name="csrf" value="${form.csrf}">`)
+      expect((await tenant.token(created.id)).uses_count).toBe(0)
+      expect(await holder.channels()).toEqual([held])
+      if (whose === "other") {
+        expect(await tenant.channels()).toEqual([])
+        expect(await tenant.events()).toEqual([])
+      }
+    })
+
+    it("connects the number, in any tenant, once the channel holding it is disconnected", async () => {
+      const holder = await newTenant(test)
+      const inputs = validInputs("chatapp")
+      await connectChannel(test, (await holder.link({ allowed_channel_types: ["chatapp"] })).connect_url, "chatapp", inputs)
+      const [held] = await holder.channels()
+      const tenant = await newTenant(test)
+      const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      expect((await connectChannel(test, created.connect_url, "chatapp", inputs)).status).toBe(409)
+
+      expect((await test.call("POST", `/channels/${held!.id}/disconnect`, { token: holder.api_key })).status).toBe(200)
+      expect((await connectChannel(test, created.connect_url, "chatapp", inputs)).status).toBe(200)
+
+      expect(await tenant.channels()).toMatchObject([{ external_id: inputs.phone_number_id, status: "active" }])
+      expect(await holder.channels()).toMatchObject([{ id: held!.id, status: "disconnected" }])
+      expect((await tenant.token(created.id)).uses_count).toBe(1)
     })
   })
 
@@ -329,17 +379,20 @@ describe("the connect page", () => {
     it("shows a success page naming the channel and the partner when there is no partner_redirect_url", async () => {
       const tenant = await newTenant(test)
       const created = await tenant.link({ allowed_channel_types: ["webmail"], partner_name: "Partner Co" })
+      const inputs = validInputs("webmail")
 
-      const answer = await connectChannel(test, created.connect_url, "webmail")
+      const answer = await connectChannel(test, created.connect_url, "webmail", inputs)
       expect(answer.status).toBe(200)
-      expect(answer.html).toContain("ada@example.com is now connected to Partner Co")
+      expect(answer.html).toContain(`${inputs.email_address!.toLowerCase()} is now connected to Partner Co`)
     })
 
     it("creates the channel in the link's tenant and announces it with channel.created", async () => {
       const tenant = await newTenant(test)
       const created = await tenant.link({ allowed_channel_types: ["chatapp"] })
+      const inputs = validInputs("chatapp")
+      const number = inputs.phone_number_id!
 
-      await connectChannel(test, created.connect_url, "chatapp")
+      await connectChannel(test, created.connect_url, "chatapp", inputs)
 
       const [channel, ...others] = await tenant.channels()
       expect(others).toEqual([])
@@ -347,10 +400,10 @@ describe("the connect page", () => {
         id: expect.any(String),
         tenant_id: tenant.tenant_id,
         platform: "chatapp",
-        name: "Chat app number 1065550100",
+        name: `Chat app number ${number}`,
         status: "active",
-        external_id: "1065550100",
-        config: { phone_number_id: "1065550100", business_account_id: "2065550100" },
+        external_id: number,
+        config: { phone_number_id: number, business_account_id: "2065550100" },
         created_via_connect_token_id: created.id,
         created_at: new Date(test.clock.nowMillis()).toISOString(),
         updated_at: null,
@@ -369,7 +422,7 @@ describe("the connect page", () => {
             platform: "chatapp",
             status: "active",
             created_via_connect_token_id: created.id,
-            name: "Chat app number 1065550100"
+            name: `Chat app number ${number}`
           }
         }
       }])
@@ -424,7 +477,7 @@ describe("the connect page", () => {
       const page = await openPage(test, created.connect_url)
       expect(page.status).toBe(410)
       expect(page.html).toContain("used as many times as it allows")
-      expect((await submit(test, openedBefore, VALID_INPUTS.webmail)).status).toBe(410)
+      expect((await submit(test, openedBefore, validInputs("webmail"))).status).toBe(410)
       expect(await tenant.token(created.id)).toMatchObject({ status: "exhausted", uses_count: 1 })
       expect(await tenant.channels()).toHaveLength(1)
       expect(await tenant.events()).toHaveLength(1)
@@ -441,7 +494,7 @@ describe("the connect page", () => {
       const page = await openPage(test, created.connect_url)
       expect(page.status).toBe(410)
       expect(page.html).toContain("This link has expired")
-      expect((await submit(test, openedBefore, VALID_INPUTS.chatapp)).status).toBe(410)
+      expect((await submit(test, openedBefore, validInputs("chatapp"))).status).toBe(410)
       expect(await tenant.channels()).toEqual([])
     })
 
@@ -455,7 +508,7 @@ describe("the connect page", () => {
       const openedInTime = await openForm(test, created.connect_url, "botchat")
       test.clock.advance(1)
 
-      expect((await submit(test, openedInTime, VALID_INPUTS.botchat)).status).toBe(410)
+      expect((await submit(test, openedInTime, validInputs("botchat"))).status).toBe(410)
       expect((await openPage(test, created.connect_url)).status).toBe(410)
       expect(await tenant.token(created.id)).toMatchObject({ status: "expired", uses_count: 2 })
       expect(await tenant.channels()).toHaveLength(2)
@@ -472,9 +525,9 @@ describe("the connect page", () => {
       choice: await openPage(test, created.connect_url),
       form: await openPage(test, `${created.connect_url}?type=chatapp`),
       "not offered": await openPage(test, `${created.connect_url}?type=sms`),
-      refused: await submit(test, form, VALID_INPUTS.chatapp, { csrf: null }),
-      rejected: await submit(test, form, { ...VALID_INPUTS.chatapp, access_token: "REJECT-me-please-000000001" }),
-      success: await submit(test, form, VALID_INPUTS.chatapp),
+      refused: await submit(test, form, validInputs("chatapp"), { csrf: null }),
+      rejected: await submit(test, form, { ...validInputs("chatapp"), access_token: "REJECT-me-please-000000001" }),
+      success: await submit(test, form, validInputs("chatapp")),
       redirect: await connectChannel(test, redirecting.connect_url, "chatapp"),
       unknown: await openPage(test, `${PUBLIC_URL}/connect/occ_nothing`),
       "method not allowed": await test.app.handler(new Request(created.connect_url, { method: "PUT" })).then(async (r) => ({
@@ -562,12 +615,29 @@ describe.skipIf(PG_URL === undefined)("concurrent completions on PostgreSQL (nee
   })
   afterAll(() => test.close())
 
-  // `n` customers submitting the same form at once; the statuses they get, sorted.
+  // `n` customers submitting the same form at once, each with a number of their own; the statuses they get, sorted.
   const race = async (connectUrl: string, n: number) => {
     const form = await openForm(test, connectUrl, "chatapp")
-    const answers = await Promise.all(Array.from({ length: n }, () => submit(test, form, VALID_INPUTS.chatapp)))
+    const answers = await Promise.all(Array.from({ length: n }, () => submit(test, form, validInputs("chatapp"))))
     return answers.map((a) => a.status).sort()
   }
+
+  it("connects one of two tenants submitting the same number at once; the other is answered 409 and gets nothing", async () => {
+    const tenants = [await newTenant(test), await newTenant(test)]
+    const forms = await Promise.all(tenants.map(async (tenant) =>
+      openForm(test, (await tenant.link({ allowed_channel_types: ["chatapp"] })).connect_url, "chatapp")))
+    const inputs = validInputs("chatapp")
+
+    const answers = await Promise.all(forms.map((form) => submit(test, form, inputs)))
+
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409])
+    const loser = answers.findIndex((a) => a.status === 409)
+    expect(answers[loser]!.html).toContain("already connected to an active channel")
+    expect(await tenants[loser]!.channels()).toEqual([])
+    expect(await tenants[loser]!.events()).toEqual([])
+    expect(await tenants[1 - loser]!.channels()).toMatchObject([{ external_id: inputs.phone_number_id, status: "active" }])
+    expect((await tenants[1 - loser]!.events()).map((e) => e.type)).toEqual(["channel.created"])
+  })
 
   it.each([
     [1, 8],

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
 import type { Scope } from "../../src/kernel/Scope.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
-import { connectChannel, createLink, openForm, openPage, PUBLIC_URL, submit, VALID_INPUTS } from "../support/ConnectCustomer.ts"
+import { connectChannel, createLink, openForm, openPage, PUBLIC_URL, submit, validInputs } from "../support/ConnectCustomer.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -330,7 +330,7 @@ describe.each([
     await tenant.as(method, `/channel-connect-tokens/${created.id}${suffix}`)
 
     expect((await openPage(test, created.connect_url)).status).toBe(410)
-    expect((await submit(test, openedBefore, VALID_INPUTS.webmail)).status).toBe(410)
+    expect((await submit(test, openedBefore, validInputs("webmail"))).status).toBe(410)
     const channels = (await tenant.as("GET", "/channels")).body.items
     expect(channels.map((c: Record<string, unknown>) => [c.platform, c.status, c.created_via_connect_token_id])).toEqual([
       ["chatapp", "active", created.id]

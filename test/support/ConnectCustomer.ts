@@ -4,27 +4,37 @@ import type { TestApp } from "./TestApp.ts"
 /** Where the test app's connect links point (its `publicUrl`). */
 export const PUBLIC_URL = "http://connect.test"
 
-/** Inputs each simulated provider accepts; every secret here must never come back from the API. */
-export const VALID_INPUTS: Readonly<Record<ChannelType, Readonly<Record<string, string>>>> = {
-  botchat: { bot_token: "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" },
-  chatapp: { phone_number_id: "1065550100", business_account_id: "2065550100", access_token: "EAAGsecretSystemUserToken0000000001" },
-  photosocial: { account_id: "17841400000000001", access_token: "IGQVsecretPhotoAccessToken00000001" },
-  socialmsg: { page_id: "1234567890", page_access_token: "EAAPsecretPageAccessToken000000001" },
-  webmail: { email_address: "Ada@Example.com", app_password: "abcdefghijklmnop" },
-  smtp_imap: {
-    email_address: "ada@example.com",
+// Ten digits no other call returns (with overwhelming likelihood).
+const freshDigits = (): string => BigInt(`0x${globalThis.crypto.randomUUID().replaceAll("-", "")}`).toString().slice(-10)
+
+// Each type's inputs around `n`, the digits that make its number, account or address its own.
+const INPUTS: Readonly<Record<ChannelType, (n: string) => Readonly<Record<string, string>>>> = {
+  botchat: (n) => ({ bot_token: `${n}:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw` }),
+  chatapp: (n) => ({ phone_number_id: `10${n}`, business_account_id: "2065550100", access_token: "EAAGsecretSystemUserToken0000000001" }),
+  photosocial: (n) => ({ account_id: `178414${n}`, access_token: "IGQVsecretPhotoAccessToken00000001" }),
+  socialmsg: (n) => ({ page_id: `12${n}`, page_access_token: "EAAPsecretPageAccessToken000000001" }),
+  webmail: (n) => ({ email_address: `Ada.${n}@Example.com`, app_password: "abcdefghijklmnop" }),
+  smtp_imap: (n) => ({
+    email_address: `ada.${n}@example.com`,
     imap_host: "imap.example.com",
     imap_port: "993",
     smtp_host: "smtp.example.com",
     smtp_port: "587",
     username: "ada",
     password: "secret-imap-password-0001"
-  },
-  relay_a_byok: { account_sid: `AC${"0123456789abcdef".repeat(2)}`, auth_token: "fedcba9876543210".repeat(2), phone_number: "+14155550100" },
-  relay_b_byok: { api_key: "a1b2c3d4", api_secret: "relayBsecretValue01", phone_number: "+14155550101" },
-  relay_a_managed: { business_name: "Acme Ltd", phone_number: "+14155550102" },
-  sms: { phone_number: "+14155550103", sender_id: "ACME" }
+  }),
+  relay_a_byok: (n) => ({ account_sid: `AC${"0123456789abcdef".repeat(2)}`, auth_token: "fedcba9876543210".repeat(2), phone_number: `+1${n}` }),
+  relay_b_byok: (n) => ({ api_key: "a1b2c3d4", api_secret: "relayBsecretValue01", phone_number: `+1${n}` }),
+  relay_a_managed: (n) => ({ business_name: "Acme Ltd", phone_number: `+1${n}` }),
+  sms: (n) => ({ phone_number: `+1${n}`, sender_id: "ACME" })
 }
+
+/**
+ * Inputs the simulated provider of `type` accepts, with a number, account or address of their own: an
+ * active number belongs to one channel, so each connection a test makes needs a fresh one. The secrets
+ * are the same every time; none may ever come back from the API.
+ */
+export const validInputs = (type: ChannelType): Readonly<Record<string, string>> => INPUTS[type](freshDigits())
 
 /** A page as the customer's browser received it. */
 export interface PageAnswer {
@@ -115,10 +125,10 @@ export const openForm = async (test: TestApp, connectUrl: string, type: string):
   return readForm(await openPage(test, url), url)
 }
 
-/** A customer connecting a `type` channel through `connectUrl` with valid inputs (or `values`). */
+/** A customer connecting a `type` channel through `connectUrl` with fresh valid inputs (or `values`). */
 export const connectChannel = async (
   test: TestApp,
   connectUrl: string,
   type: ChannelType,
-  values: Readonly<Record<string, string>> = VALID_INPUTS[type]
+  values: Readonly<Record<string, string>> = validInputs(type)
 ): Promise<PageAnswer> => submit(test, await openForm(test, connectUrl, type), values)
