@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeGraph, graphError, startFakeGraph } from "../support/FakeGraph.ts"
-import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
+import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 
 // The chat-app operator for real, seen from outside: the host as a child process on a manual test
@@ -358,6 +358,26 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     expect((await api("GET", "/conversations", undefined, other)).body.items).toEqual([])
     expect((await api("POST", `/conversations/${anyConversation.id}/close`, undefined, other)).status).toBe(404)
     expect((await api("POST", "/messages", { conversation_id: anyConversation.id, text: "x" }, other)).status).toBe(404)
+  })
+
+  it("refuses the channel's number to another tenant (non-zero exit, the reason on stderr), whose customers' messages keep landing where they did", async () => {
+    const refused = await adminFailing(
+      env,
+      "channel", "create", "--tenant", other.id, "--type", "chatapp",
+      "--phone-number-id", PHONE_NUMBER_ID, "--business-account-id", WABA_ID, "--access-token", TOKEN
+    )
+    expect(refused.code).not.toBe(0)
+    expect(refused.stdout).toBe("")
+    expect(refused.stderr).toContain(`${PHONE_NUMBER_ID} is already connected to an active chatapp channel`)
+    expect((await api("GET", "/channels", undefined, other)).body.items).toEqual([])
+
+    const from = "61400000011"
+    await post(payload({ id: WABA_ID, changes: [messagesChange(PHONE_NUMBER_ID, { contacts: [{ wa_id: from, name: "Kim" }], messages: [text(from, "still yours?")] })] }))
+    await drain()
+    const conversation = await conversationOf((await contactByPhone(`+${from}`)).id)
+    expect(conversation.channel_id).toBe(channel.channel_id)
+    expect((await messagesOf(conversation.id)).map((m) => m.text)).toEqual(["still yours?"])
+    expect((await api("GET", "/conversations", undefined, other)).body.items).toEqual([])
   })
 
   it("closes a conversation (conversation.closed); the contact's next message opens a new one", async () => {
