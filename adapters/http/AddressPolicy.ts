@@ -7,10 +7,21 @@ type Ip = ipaddr.IPv4 | ipaddr.IPv6
 /** A CIDR range: an address and a prefix length, as ipaddr.js matches them. */
 type Range = readonly [Ip, number]
 
+/**
+ * Why an address may not be reached, told twice: `kind` names the kind of address without the
+ * address (what a tenant may be told), `why` says it all (for the host's log).
+ */
+export interface Refusal {
+  /** The kind of address, as a noun phrase: `a loopback address`. */
+  readonly kind: string
+  /** The whole reason: `loopback`, `IPv4-mapped private (10.0.0.1)`. */
+  readonly why: string
+}
+
 /** Which addresses outbound requests may reach, and which `host:port` pairs are allowed as written. */
 export interface AddressPolicy {
   /** Why `address` (an IP literal) may not be reached, or undefined when it may. */
-  readonly refusal: (address: string) => string | undefined
+  readonly refusal: (address: string) => Refusal | undefined
   /** Whether an allow entry `host:port` names this URL host (as `URL.hostname` spells it) and port. */
   readonly allowsHostPort: (hostname: string, port: number) => boolean
 }
@@ -44,26 +55,27 @@ const parseIp = (text: string): Ip | undefined => {
 
 const range = (cidr: string): Range => ipaddr.parseCIDR(cidr)
 
-const table = (rows: ReadonlyArray<readonly [string, string]>) => rows.map(([cidr, why]) => ({ range: range(cidr), why }))
+const table = (rows: ReadonlyArray<readonly [string, string, string]>) =>
+  rows.map(([cidr, why, kind]) => ({ range: range(cidr), refusal: { why, kind } }))
 
 /** IPv4 ranges that are not public (IANA special-purpose registry); the first match names the reason. */
 const V4_NOT_PUBLIC = table([
-  ["0.0.0.0/8", "unspecified (this network)"],
-  ["10.0.0.0/8", "private"],
-  ["100.64.0.0/10", "shared address space (CGNAT)"],
-  ["127.0.0.0/8", "loopback"],
-  ["169.254.0.0/16", "link-local (cloud metadata lives here)"],
-  ["172.16.0.0/12", "private"],
-  ["192.0.0.0/24", "IETF protocol assignments"],
-  ["192.0.2.0/24", "documentation"],
-  ["192.88.99.0/24", "6to4 relay anycast"],
-  ["192.168.0.0/16", "private"],
-  ["198.18.0.0/15", "benchmarking"],
-  ["198.51.100.0/24", "documentation"],
-  ["203.0.113.0/24", "documentation"],
-  ["224.0.0.0/4", "multicast"],
-  ["255.255.255.255/32", "broadcast"],
-  ["240.0.0.0/4", "reserved"]
+  ["0.0.0.0/8", "unspecified (this network)", "an unspecified address"],
+  ["10.0.0.0/8", "private", "a private address"],
+  ["100.64.0.0/10", "shared address space (CGNAT)", "a shared (CGNAT) address"],
+  ["127.0.0.0/8", "loopback", "a loopback address"],
+  ["169.254.0.0/16", "link-local (cloud metadata lives here)", "a link-local address"],
+  ["172.16.0.0/12", "private", "a private address"],
+  ["192.0.0.0/24", "IETF protocol assignments", "an IETF protocol address"],
+  ["192.0.2.0/24", "documentation", "a documentation address"],
+  ["192.88.99.0/24", "6to4 relay anycast", "a 6to4 relay address"],
+  ["192.168.0.0/16", "private", "a private address"],
+  ["198.18.0.0/15", "benchmarking", "a benchmarking address"],
+  ["198.51.100.0/24", "documentation", "a documentation address"],
+  ["203.0.113.0/24", "documentation", "a documentation address"],
+  ["224.0.0.0/4", "multicast", "a multicast address"],
+  ["255.255.255.255/32", "broadcast", "a broadcast address"],
+  ["240.0.0.0/4", "reserved", "a reserved address"]
 ])
 
 /** IPv6 ranges that carry an IPv4 address in their low bits; the embedded address decides. */
@@ -81,33 +93,38 @@ const embeddedV4 = (ip: ipaddr.IPv6, word: number): ipaddr.IPv4 => {
 
 /** IPv6 ranges that are not public; anything outside global unicast 2000::/3 is refused too. */
 const V6_NOT_PUBLIC = table([
-  ["::/128", "unspecified"],
-  ["::1/128", "loopback"],
-  ["64:ff9b:1::/48", "local-use NAT64"],
-  ["2001::/32", "Teredo"],
-  ["2001::/23", "IETF protocol assignments"],
-  ["2001:db8::/32", "documentation"],
-  ["3fff::/20", "documentation"],
-  ["fc00::/7", "unique local (private)"],
-  ["fe80::/10", "link-local"],
-  ["fec0::/10", "site-local"],
-  ["ff00::/8", "multicast"]
+  ["::/128", "unspecified", "an unspecified address"],
+  ["::1/128", "loopback", "a loopback address"],
+  ["64:ff9b:1::/48", "local-use NAT64", "a local-use NAT64 address"],
+  ["2001::/32", "Teredo", "a Teredo address"],
+  ["2001::/23", "IETF protocol assignments", "an IETF protocol address"],
+  ["2001:db8::/32", "documentation", "a documentation address"],
+  ["3fff::/20", "documentation", "a documentation address"],
+  ["fc00::/7", "unique local (private)", "a unique local (private) address"],
+  ["fe80::/10", "link-local", "a link-local address"],
+  ["fec0::/10", "site-local", "a site-local address"],
+  ["ff00::/8", "multicast", "a multicast address"]
 ])
 
 const GLOBAL_UNICAST = range("2000::/3")
 
+const NOT_GLOBAL_UNICAST: Refusal = { why: "not global unicast", kind: "an address outside global unicast" }
+
 /** Why `ip` is not a public address, or undefined when it is. */
-const notPublic = (ip: Ip): string | undefined => {
-  if (ip instanceof ipaddr.IPv4) return V4_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
+const notPublic = (ip: Ip): Refusal | undefined => {
+  if (ip instanceof ipaddr.IPv4) return V4_NOT_PUBLIC.find((row) => contains(row.range, ip))?.refusal
   for (const embedding of V6_EMBEDDING_V4) {
     if (!contains(embedding.range, ip)) continue
     const v4 = embeddedV4(ip, embedding.word)
-    const why = notPublic(v4)
-    return why === undefined ? undefined : `${embedding.name} ${why} (${v4})`
+    const refusal = notPublic(v4)
+    // The embedded address is named only in `why`: it is what the name resolved to.
+    return refusal === undefined ? undefined : { why: `${embedding.name} ${refusal.why} (${v4})`, kind: refusal.kind }
   }
-  return V6_NOT_PUBLIC.find((row) => contains(row.range, ip))?.why
-    ?? (contains(GLOBAL_UNICAST, ip) ? undefined : "not global unicast")
+  return V6_NOT_PUBLIC.find((row) => contains(row.range, ip))?.refusal
+    ?? (contains(GLOBAL_UNICAST, ip) ? undefined : NOT_GLOBAL_UNICAST)
 }
+
+const NOT_AN_ADDRESS: Refusal = { why: "not an IP address", kind: "no valid address" }
 
 /** An IPv4-mapped IPv6 address is the IPv4 host itself, so IPv4 allow entries cover it. */
 const unmapped = (ip: Ip): Ip => (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress() ? ip.toIPv4Address() : ip)
@@ -186,11 +203,11 @@ export const makeAddressPolicy = (allow: ReadonlyArray<string>): AddressPolicy =
   return {
     refusal: (address) => {
       const ip = parseIp(address)
-      if (ip === undefined) return "not an IP address"
-      const why = notPublic(ip)
-      if (why === undefined) return undefined
+      if (ip === undefined) return NOT_AN_ADDRESS
+      const refusal = notPublic(ip)
+      if (refusal === undefined) return undefined
       const candidates = [ip, unmapped(ip)]
-      return ranges.some((allowed) => candidates.some((candidate) => contains(allowed, candidate))) ? undefined : why
+      return ranges.some((allowed) => candidates.some((candidate) => contains(allowed, candidate))) ? undefined : refusal
     },
     allowsHostPort: (hostname, port) => hostPorts.has(`${hostname}:${port}`)
   }

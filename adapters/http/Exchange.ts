@@ -28,13 +28,30 @@ const MANAGED_HEADERS = new Set([
   "expect"
 ])
 
-/** A lookup refused the address it found; reported as `UrlNotAllowed`, not as a connection error. */
-export class AddressRefused extends Error {}
-/** A useful message for a Node network error; happy-eyeballs failures come as an AggregateError with an empty message. */
-export const describeError = (error: unknown): string => {
-  if (error instanceof AggregateError && error.errors.length > 0) return error.errors.map(describeError).join("; ")
+/**
+ * A URL refused before or at connect time; reported as `UrlNotAllowed`, not as a connection error.
+ * Its message may be shown to a tenant; `detail` adds the resolved address for the host's log.
+ */
+export class AddressRefused extends Error {
+  readonly detail: string | undefined
+  constructor(message: string, detail?: string) {
+    super(message)
+    this.detail = detail
+  }
+}
+
+/**
+ * A useful message for a Node network error; happy-eyeballs failures come as an AggregateError with
+ * an empty message. With `withAddresses` false, a socket error says what failed (`connect
+ * ECONNREFUSED`) without the address it was connecting to: that is what the URL's host resolved to.
+ */
+export const describeError = (error: unknown, withAddresses = true): string => {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return error.errors.map((each) => describeError(each, withAddresses)).join("; ")
+  }
   if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code
+    const { code, syscall, address } = error as NodeJS.ErrnoException & { address?: unknown }
+    if (!withAddresses && typeof address === "string" && syscall !== undefined && code !== undefined) return `${syscall} ${code}`
     return code !== undefined && !error.message.includes(code) ? `${error.message} (${code})` : error.message
   }
   return String(error)
@@ -90,8 +107,8 @@ export const requestHeaders = (outbound: OutboundRequest, authorization: string 
 
 export const elapsedSince = (started: number) => Math.round(performance.now() - started)
 
-export const refused = (why: string, started: number) =>
-  new OutboundError({ reason: "UrlNotAllowed", message: why, timeMs: elapsedSince(started) })
+export const refused = (refusal: AddressRefused, started: number) =>
+  new OutboundError({ reason: "UrlNotAllowed", message: refusal.message, detail: refusal.detail, timeMs: elapsedSince(started) })
 
 /** The whole-exchange timer's callback; one function for every exchange, so no closure per request. */
 const expire = (exchange: Exchange) => exchange.expire()
@@ -178,9 +195,9 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     return true
   }
 
-  private fail(reason: OutboundError["reason"], message: string): void {
+  private fail(reason: OutboundError["reason"], message: string, detail?: string): void {
     if (!this.finish()) return
-    this.failed(new OutboundError({ reason, message, timeMs: elapsedSince(this.started) }))
+    this.failed(new OutboundError({ reason, message, detail, timeMs: elapsedSince(this.started) }))
     this.controller?.abort(new Error(message))
   }
 
@@ -213,7 +230,7 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: NodeJS.ErrnoException): void {
     if (this.done) return
-    if (error instanceof AddressRefused) return this.fail("UrlNotAllowed", error.message)
+    if (error instanceof AddressRefused) return this.fail("UrlNotAllowed", error.message, error.detail)
     // A kept-alive connection the server closed while idle fails at once: sent again, as Node's
     // own client advises. A dropped connection is gone, so each retry meets another one, and
     // they end with the first failure on a connection opened for the request.
@@ -225,7 +242,9 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
     if (this.responded && error.code === "UND_ERR_SOCKET") {
       return this.fail("Connection", `${this.origin} closed the connection before the response ended`)
     }
-    this.fail("Connection", `${this.origin}: ${describeError(error)}`)
+    const told = `${this.origin}: ${describeError(error, false)}`
+    const whole = `${this.origin}: ${describeError(error)}`
+    this.fail("Connection", told, whole === told ? undefined : whole)
   }
 }
 

@@ -7,12 +7,13 @@ import { Agent, buildConnector } from "undici"
 import {
   OutboundError,
   OutboundHttp,
+  outboundHttpOf,
   type OutboundRequest,
   type OutboundResponse,
   type OutboundSend,
   type OutboundStreamed
 } from "../../src/ports/OutboundHttp.ts"
-import { type AddressPolicy, makeAddressPolicy } from "./AddressPolicy.ts"
+import { type AddressPolicy, makeAddressPolicy, type Refusal } from "./AddressPolicy.ts"
 import {
   AddressRefused,
   BufferedExchange,
@@ -58,11 +59,13 @@ const defaultResolve = async (hostname: string): Promise<ReadonlyArray<ResolvedA
 
 /**
  * A `lookup` for Node's sockets that resolves at connect time and refuses the connection unless
- * every address passes `refusal`, so the address checked is the address connected to.
+ * every address passes `refusal`, so the address checked is the address connected to. The refusal
+ * names the kind of address only; the address itself is in its detail, for the host's log, never
+ * in the message a tenant sees (which would tell what internal names resolve to).
  */
 const guardedLookup = (
   resolve: (hostname: string) => Promise<ReadonlyArray<ResolvedAddress>>,
-  refusal: (address: string) => string | undefined
+  refusal: (address: string) => Refusal | undefined
 ): LookupFunction =>
 (hostname, options, callback) => {
   const found = (addresses: ReadonlyArray<ResolvedAddress>) => {
@@ -71,8 +74,10 @@ const guardedLookup = (
     const first = usable[0]
     if (first === undefined) return callback(new AddressRefused(`${hostname} does not resolve`), "")
     for (const { address } of addresses) {
-      const why = refusal(address)
-      if (why !== undefined) return callback(new AddressRefused(`${hostname} resolves to ${address}, ${why}`), "")
+      const refused = refusal(address)
+      if (refused !== undefined) {
+        return callback(new AddressRefused(`it resolves to ${refused.kind}`, `${hostname} resolves to ${address}, ${refused.why}`), "")
+      }
     }
     if (options.all) callback(null, usable.map(({ address, family }) => ({ address, family })))
     else callback(null, first.address, first.family)
@@ -87,22 +92,24 @@ const guardedLookup = (
 
 const MAX_CACHED_TARGETS = 1000
 
-/** Parses `text` and checks what can be checked before connecting; a string says why it is refused. */
-const parseTarget = (text: string, policy: AddressPolicy): Target | string => {
+/** Parses `text` and checks what can be checked before connecting, or says why it is refused. */
+const parseTarget = (text: string, policy: AddressPolicy): Target | AddressRefused => {
   let url: URL
   try {
     url = new URL(text)
   } catch {
-    return "not a valid URL"
+    return new AddressRefused("not a valid URL")
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return `${url.protocol} URLs are not allowed, only http: and https:`
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return new AddressRefused(`${url.protocol} URLs are not allowed, only http: and https:`)
+  }
   const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port)
   // `URL.hostname` brackets IPv6 literals; sockets want them bare.
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
   const literal = isIP(host) !== 0
   // Trap: Node's lookup hook is not called for literal IPs, so they are checked here.
-  const why = literal && !policy.allowsHostPort(url.hostname, port) ? policy.refusal(host) : undefined
-  if (why !== undefined) return `${host} is ${why}`
+  const refused = literal && !policy.allowsHostPort(url.hostname, port) ? policy.refusal(host) : undefined
+  if (refused !== undefined) return new AddressRefused(`it is ${refused.kind}`, `${host} is ${refused.why}`)
   const authorization = url.username === ""
     ? undefined
     : `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`
@@ -154,8 +161,8 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
 
   // What a URL comes to: where to connect, or why not. Webhook deliveries post to the same few URLs
   // thousands of times a second, so the parse and the literal-address check are kept per URL.
-  const targets = new Map<string, Target | string>()
-  const targetOf = (text: string): Target | string => {
+  const targets = new Map<string, Target | AddressRefused>()
+  const targetOf = (text: string): Target | AddressRefused => {
     let target = targets.get(text)
     if (target === undefined) {
       target = parseTarget(text, policy)
@@ -168,7 +175,7 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
   const send: OutboundSend = (outbound, resume) => {
     const started = performance.now()
     const target = targetOf(outbound.url)
-    if (typeof target === "string") {
+    if (target instanceof AddressRefused) {
       resume(Exit.fail(refused(target, started)))
       return () => {}
     }
@@ -187,7 +194,7 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
     Effect.callback<OutboundStreamed, OutboundError>((resume) => {
       const started = performance.now()
       const target = targetOf(outbound.url)
-      if (typeof target === "string") return resume(Exit.fail(refused(target, started)))
+      if (target instanceof AddressRefused) return resume(Exit.fail(refused(target, started)))
       const exchange = new StreamedExchange(pool, outbound, target, started, resume)
       exchange.attempt()
       // Only before the head: once the answer is given, the body's reader ends the exchange.
@@ -202,9 +209,14 @@ export const makeGuardedHttp = (options: GuardedHttpOptions): GuardedHttp => {
   }
 }
 
-/** `OutboundHttp` served by the guarded client; its pooled connections close with the layer. */
+/**
+ * `OutboundHttp` served by the guarded client (a refusal's detail logged, see `outboundHttpOf`); its
+ * pooled connections close with the layer.
+ */
 export const layer = (options: GuardedHttpOptions): Layer.Layer<OutboundHttp> =>
   Layer.effect(
     OutboundHttp,
-    Effect.acquireRelease(Effect.sync(() => makeGuardedHttp(options)), (client) => Effect.promise(client.close))
+    Effect.acquireRelease(Effect.sync(() => makeGuardedHttp(options)), (client) => Effect.promise(client.close)).pipe(
+      Effect.map(outboundHttpOf)
+    )
   )

@@ -36,12 +36,27 @@ export interface OutboundStreamed {
  * An outbound request failed before a complete answer: `UrlNotAllowed` (not http(s), or an
  * address that is private, loopback, link-local or otherwise not public, unless allowed, or a
  * name that does not resolve), `Timeout`, `Connection` (refused, reset, TLS), `TooLarge`.
+ * `message` may be shown to the tenant whose URL it was, so it never names an address the URL's
+ * host resolved to (`it resolves to a loopback address`); `detail`, when there is more to say,
+ * says it all for the host's log (`vm resolves to 127.0.0.1, loopback`).
  */
 export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
   reason: Schema.Literals(["UrlNotAllowed", "Timeout", "Connection", "TooLarge"]),
   message: Schema.String,
+  detail: Schema.optional(Schema.String),
   timeMs: Schema.optional(Schema.Number)
 }) {}
+
+/**
+ * Logs what a failed request's `detail` holds back from the tenant: a refused URL as a warning (the
+ * host's allow list may be wrong), other failures at debug level (a receiver that is down would
+ * otherwise log once per delivery attempt); nothing when there is no detail.
+ */
+export const logOutboundDetail = (error: OutboundError): Effect.Effect<void> => {
+  if (error.detail === undefined) return Effect.void
+  const line = `outbound request failed (${error.reason}): ${error.detail}`
+  return error.reason === "UrlNotAllowed" ? Effect.logWarning(line) : Effect.logDebug(line)
+}
 
 /**
  * Makes `request`, calling `done` once with what it came to (possibly before returning, when the URL
@@ -78,25 +93,30 @@ export interface OutboundClient {
 /**
  * `client` as the port's service: a client without `send` gets one that runs its `request`, and one
  * without `stream` gets its `request`'s whole answer as a stream, so a custom client only has to
- * write `request`.
+ * write `request`. A failure's `detail` is logged by the fiber that asked (`send` has no fiber: its
+ * caller logs).
  */
-export const outboundHttpOf = (client: OutboundClient): OutboundHttp["Service"] =>
-  OutboundHttp.of({
-    request: client.request,
-    stream: client.stream ?? ((request) =>
-      Effect.map(client.request(request), (response) => ({
-        status: response.status,
-        headers: response.headers,
-        body: new ReadableStream<Uint8Array>({
-          start: (controller) => {
-            if (response.body.byteLength > 0) controller.enqueue(response.body)
-            controller.close()
-          }
-        })
-      }))),
-    send: client.send ?? ((request, done) => {
+export const outboundHttpOf = (client: OutboundClient): OutboundHttp["Service"] => {
+  const request: OutboundHttp["Service"]["request"] = (outbound) => Effect.tapError(client.request(outbound), logOutboundDetail)
+  const stream = client.stream
+  return OutboundHttp.of({
+    request,
+    stream: stream === undefined
+      ? (outbound) =>
+        Effect.map(request(outbound), (response) => ({
+          status: response.status,
+          headers: response.headers,
+          body: new ReadableStream<Uint8Array>({
+            start: (controller) => {
+              if (response.body.byteLength > 0) controller.enqueue(response.body)
+              controller.close()
+            }
+          })
+        }))
+      : (outbound) => Effect.tapError(stream(outbound), logOutboundDetail),
+    send: client.send ?? ((outbound, done) => {
       // The fiber's own exit is the request's, caught: a runtime reports a fiber that fails unobserved.
-      const fiber = Effect.runFork(Effect.exit(client.request(request)))
+      const fiber = Effect.runFork(Effect.exit(client.request(outbound)))
       let abandoned = false
       fiber.addObserver((exit) => {
         if (!abandoned) done(exit._tag === "Success" ? exit.value : exit as Exit.Exit<never>)
@@ -107,3 +127,4 @@ export const outboundHttpOf = (client: OutboundClient): OutboundHttp["Service"] 
       }
     })
   })
+}

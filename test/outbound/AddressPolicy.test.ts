@@ -50,7 +50,7 @@ describe("which addresses outbound requests may reach", () => {
     ["100::1", "not global unicast"],
     ["localhost", "not an IP address"]
   ])("refuses %s (%s)", (address, why) => {
-    expect(closed.refusal(address)).toContain(why)
+    expect(closed.refusal(address)?.why).toContain(why)
   })
 
   // URL.hostname and DNS hand the policy canonical spellings only; any other is no address at all,
@@ -69,7 +69,7 @@ describe("which addresses outbound requests may reach", () => {
     "1.2.3.4%eth0",
     "[::1]"
   ])("refuses the non-canonical spelling %s as not an IP address", (address) => {
-    expect(closed.refusal(address)).toBe("not an IP address")
+    expect(closed.refusal(address)?.why).toBe("not an IP address")
   })
 
   it.each([
@@ -78,7 +78,7 @@ describe("which addresses outbound requests may reach", () => {
     ["::0.0.0.1", "loopback"],
     ["::ffff:0:127.0.0.1", "not global unicast"]
   ])("reads the IPv4-compatible %s as the IPv6 address it is (%s), not as IPv4-mapped", (address, why) => {
-    expect(closed.refusal(address)).toBe(why)
+    expect(closed.refusal(address)?.why).toBe(why)
   })
 
   it.each([
@@ -101,6 +101,25 @@ describe("which addresses outbound requests may reach", () => {
   ])("lets public %s through", (address) => {
     expect(closed.refusal(address)).toBeUndefined()
   })
+
+  // The kind is what a tenant is told: which kind of address, never which address.
+  it.each([
+    ["127.0.0.1", "a loopback address"],
+    ["::1", "a loopback address"],
+    ["10.1.2.3", "a private address"],
+    ["169.254.169.254", "a link-local address"],
+    ["fe80::1", "a link-local address"],
+    ["fd12:3456::1", "a unique local (private) address"],
+    ["0.0.0.0", "an unspecified address"],
+    ["100.64.0.1", "a shared (CGNAT) address"],
+    ["::ffff:127.0.0.1", "a loopback address"],
+    ["64:ff9b::10.0.0.1", "a private address"],
+    ["2002:c0a8:0101::1", "a private address"],
+    ["::127.0.0.1", "an address outside global unicast"],
+    ["0177.0.0.1", "no valid address"]
+  ])("names %s to a tenant as %s, without the address", (address, kind) => {
+    expect(closed.refusal(address)?.kind).toBe(kind)
+  })
 })
 
 describe("OMNI_OUTBOUND_ALLOW", () => {
@@ -108,29 +127,29 @@ describe("OMNI_OUTBOUND_ALLOW", () => {
     const policy = makeAddressPolicy(["127.0.0.1/32"])
     expect(policy.refusal("127.0.0.1")).toBeUndefined()
     expect(policy.refusal("::ffff:127.0.0.1")).toBeUndefined()
-    expect(policy.refusal("127.0.0.2")).toBe("loopback")
-    expect(policy.refusal("::1")).toBe("loopback")
+    expect(policy.refusal("127.0.0.2")?.why).toBe("loopback")
+    expect(policy.refusal("::1")?.why).toBe("loopback")
   })
 
   it("allows a whole private network", () => {
     const policy = makeAddressPolicy(["10.0.0.0/8"])
     expect(policy.refusal("10.0.0.1")).toBeUndefined()
     expect(policy.refusal("10.255.255.255")).toBeUndefined()
-    expect(policy.refusal("172.16.0.1")).toBe("private")
+    expect(policy.refusal("172.16.0.1")?.why).toBe("private")
   })
 
   it("allows IPv6 CIDRs", () => {
     const policy = makeAddressPolicy(["::1/128", "fd00::/8"])
     expect(policy.refusal("::1")).toBeUndefined()
     expect(policy.refusal("fd00::2")).toBeUndefined()
-    expect(policy.refusal("fc00::1")).toContain("unique local")
-    expect(policy.refusal("127.0.0.1")).toBe("loopback")
+    expect(policy.refusal("fc00::1")?.why).toContain("unique local")
+    expect(policy.refusal("127.0.0.1")?.why).toBe("loopback")
   })
 
   it("takes a bare address as that one address", () => {
     const policy = makeAddressPolicy(["169.254.169.254"])
     expect(policy.refusal("169.254.169.254")).toBeUndefined()
-    expect(policy.refusal("169.254.169.253")).toContain("link-local")
+    expect(policy.refusal("169.254.169.253")?.why).toContain("link-local")
   })
 
   it("allows a host:port pair as written, and no address", () => {
@@ -140,7 +159,7 @@ describe("OMNI_OUTBOUND_ALLOW", () => {
     expect(policy.allowsHostPort("127.0.0.1", 9000)).toBe(true)
     expect(policy.allowsHostPort("[::1]", 9001)).toBe(true)
     expect(policy.allowsHostPort("receiver.test", 80)).toBe(true)
-    expect(policy.refusal("127.0.0.1")).toBe("loopback")
+    expect(policy.refusal("127.0.0.1")?.why).toBe("loopback")
   })
 
   it("parses a comma-separated list, ignoring blanks", () => {

@@ -82,7 +82,8 @@ describe("the guarded outbound client refuses what is not public", () => {
     const url = `http://localhost:${receiver.port}/`
     const refused = await failure(client({ allow: [] }), get(url))
     expect(refused.reason).toBe("UrlNotAllowed")
-    expect(refused.message).toMatch(/localhost resolves to .*loopback/)
+    expect(refused.message).toBe("it resolves to a loopback address")
+    expect(refused.detail).toMatch(/^localhost resolves to .*, loopback$/)
     expect(receiver.connections()).toBe(0)
     expect((await send(client({ allow: [`localhost:${receiver.port}`] }), get(url))).status).toBe(200)
   })
@@ -101,6 +102,7 @@ describe("the guarded outbound client refuses what is not public", () => {
   ])("refuses the literal address in %s without connecting", async (url) => {
     const error = await failure(client({ allow: [] }), get(url))
     expect(error.reason).toBe("UrlNotAllowed")
+    expect(error.message).toMatch(/^it is an? [a-z ()-]+ address$/)
   })
 
   it.each([
@@ -126,7 +128,9 @@ describe("the guarded outbound client checks the address it connects to (DNS reb
     }
     const error = await failure(client({ allow: [], resolve }), get(`http://rebind.test:${receiver.port}/`))
     expect(error.reason).toBe("UrlNotAllowed")
-    expect(error.message).toBe("rebind.test resolves to 127.0.0.1, loopback")
+    // The tenant is told the kind of address; the address itself is for the host's log.
+    expect(error.message).toBe("it resolves to a loopback address")
+    expect(error.detail).toBe("rebind.test resolves to 127.0.0.1, loopback")
     expect(asked).toEqual(["rebind.test"])
     expect(receiver.connections()).toBe(0)
   })
@@ -138,7 +142,8 @@ describe("the guarded outbound client checks the address it connects to (DNS reb
     ]
     const error = await failure(client({ allow: [], resolve }), get("http://mixed.test/"))
     expect(error.reason).toBe("UrlNotAllowed")
-    expect(error.message).toContain("10.0.0.5, private")
+    expect(error.message).toBe("it resolves to a private address")
+    expect(error.detail).toContain("10.0.0.5, private")
   })
 
   it("checks every new connection again, so a name rebound to another address is refused", async () => {
@@ -153,7 +158,8 @@ describe("the guarded outbound client checks the address it connects to (DNS reb
     expect((await send(http, get(url))).status).toBe(200)
     const error = await failure(http, get(url))
     expect(error.reason).toBe("UrlNotAllowed")
-    expect(error.message).toBe("rebind.test resolves to 127.0.0.2, loopback")
+    expect(error.message).toBe("it resolves to a loopback address")
+    expect(error.detail).toBe("rebind.test resolves to 127.0.0.2, loopback")
     expect(receiver.connections()).toBe(1)
   })
 
@@ -247,7 +253,9 @@ describe("the guarded outbound client's exchange", () => {
     const port = await freePort()
     const error = await failure(client({ allow: ["127.0.0.1/32"] }), get(`http://127.0.0.1:${port}/`))
     expect(error.reason).toBe("Connection")
-    expect(error.message).toContain("ECONNREFUSED")
+    // What the connection was refused is said; to which address, only in the detail.
+    expect(error.message).toBe(`http://127.0.0.1:${port}: connect ECONNREFUSED`)
+    expect(error.detail).toContain(`ECONNREFUSED 127.0.0.1:${port}`)
   })
 
   it("reports a connection closed mid-response as Connection", async () => {

@@ -3,7 +3,7 @@ import { envelopeJson } from "../../kernel/EventEnvelope.ts"
 import { makeAttemptObserver } from "../../kernel/Metrics.ts"
 import { WallClock } from "../../kernel/WallClock.ts"
 import { HmacSigner } from "../../ports/HmacSigner.ts"
-import { type OutboundError, OutboundHttp, type OutboundResponse } from "../../ports/OutboundHttp.ts"
+import { logOutboundDetail, type OutboundError, OutboundHttp, type OutboundResponse } from "../../ports/OutboundHttp.ts"
 import type { WebhookEndpointRecord } from "../../ports/WebhookEndpointStore.ts"
 import { answered, type Outcome, requestOf, unanswered } from "../DeliveryAttempt.ts"
 import { type SignatureHeaders, signThen } from "../Signature.ts"
@@ -55,6 +55,8 @@ export const makeDeliveryPump = Effect.gen(function*() {
       const wall = yield* WallClock
       const spanOf = yield* makeAttemptSpans
       const observe = yield* makeAttemptObserver
+      // The run's own services, for logging from a request's callback (which runs in no fiber).
+      const context = yield* Effect.context<never>()
       const pump: PumpState = { ended: false, pumping: false, failure: undefined, wake: undefined, abandons: new Set() }
 
       // A request in flight came to `outcome` (none if it was never answered nor failed).
@@ -69,7 +71,11 @@ export const makeDeliveryPump = Effect.gen(function*() {
       const outcomeOf = (exit: Exit.Exit<OutboundResponse, OutboundError>): Outcome | undefined => {
         if (Exit.isSuccess(exit)) return answered(exit.value)
         const error = Cause.findErrorOption(exit.cause)
-        if (Option.isSome(error)) return unanswered(error.value)
+        if (Option.isSome(error)) {
+          // What the tenant's delivery record does not say (a refused address) goes to the host's log.
+          if (error.value.detail !== undefined) Effect.runSyncWith(context)(logOutboundDetail(error.value))
+          return unanswered(error.value)
+        }
         pump.failure ??= Cause.squash(exit.cause)
         return undefined
       }
