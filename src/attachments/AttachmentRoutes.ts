@@ -2,7 +2,14 @@ import { Effect } from "effect"
 import { route } from "../http/Route.ts"
 import { pathId } from "../kernel/Id.ts"
 import { AttachmentService } from "./AttachmentService.ts"
-import { AttachmentDetail, AttachmentRecordWire, FromUrlRequest, MAX_UPLOAD_BYTES, URL_FETCH_TYPES } from "./Upload.ts"
+import {
+  AttachmentDetail,
+  AttachmentRecordWire,
+  FromUrlRequest,
+  MAX_UPLOAD_BYTES,
+  MAX_UPLOAD_REQUEST_BYTES,
+  URL_FETCH_TYPES
+} from "./Upload.ts"
 
 /** Every route of the attachments area. */
 export const attachmentRoutes = [
@@ -11,7 +18,7 @@ export const attachmentRoutes = [
     path: "/attachments/upload",
     operationId: "uploadAttachment",
     summary:
-      `Upload a file (multipart field 'file', with a filename; at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB) to send later: its id goes into a message's attachments. Streamed, never held whole; executables and scripts are refused, and bytes must match the declared type`,
+      `Upload a file (multipart field 'file', with a filename; at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB) to send later: its id goes into a message's attachments. Streamed, never held whole; a request declaring a Content-Length over ${MAX_UPLOAD_REQUEST_BYTES / 1024 / 1024} MB is refused before its body is read; executables, scripts and empty files are refused, and bytes must match the declared type`,
     tag: "Attachments",
     auth: { kind: "api_key", scopes: ["messages:create"] },
     rawBody: {
@@ -22,8 +29,7 @@ export const attachmentRoutes = [
     response: { status: 201, schema: AttachmentRecordWire, description: "The attachment record" },
     errors: [400, 422],
     handle: ({ principal, request }) =>
-      Effect.flatMap(AttachmentService, (service) =>
-        service.upload(principal.tenantId, request.body, request.headers.get("content-type") ?? ""))
+      Effect.flatMap(AttachmentService, (service) => service.upload(principal.tenantId, request))
   }),
   route({
     method: "POST",

@@ -12,7 +12,7 @@ import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts
 import { DownloadLinks } from "./DownloadLinks.ts"
 import { makeFromUrl } from "./FromUrlFlow.ts"
 import type { AttachmentDetail, AttachmentRecordWire, FromUrlRequest } from "./Upload.ts"
-import { makeUpload } from "./UploadFlow.ts"
+import { makeUpload, type TypeRefusal } from "./UploadFlow.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found` })
 
@@ -58,11 +58,14 @@ export class AttachmentService extends Context.Service<AttachmentService, {
   /** Removes a prepared attachment's bytes (its message was a duplicate, or rolled back); never fails. */
   readonly discard: (prepared: PreparedAttachment) => Effect.Effect<void>
   readonly get: (tenantId: string, id: string) => Effect.Effect<AttachmentRecord, NotFound | StorageError>
-  /** `POST /attachments/upload`: a multipart body's `file`, streamed into the blob store and recorded for a later send. */
+  /**
+   * `POST /attachments/upload`: the request's multipart `file`, streamed into the blob store and
+   * recorded for a later send; `refuseType` refuses more types than the upload rules do (nothing kept).
+   */
   readonly upload: (
     tenantId: string,
-    body: ReadableStream<Uint8Array> | null,
-    contentType: string
+    request: Request,
+    refuseType?: TypeRefusal
   ) => Effect.Effect<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError>
   /** `POST /attachments/from-url`: a public URL's file fetched by the guarded client, streamed into the blob store. */
   readonly fromUrl: (
@@ -162,8 +165,8 @@ export class AttachmentService extends Context.Service<AttachmentService, {
           if (messageIds.length === 0) return []
           return yield* attachments.listByMessages(tenantId, messageIds)
         }),
-        upload: Effect.fn("AttachmentService.upload")(function*(tenantId, body, contentType) {
-          return yield* upload(tenantId, body, contentType)
+        upload: Effect.fn("AttachmentService.upload")(function*(tenantId, request, refuseType) {
+          return yield* upload(tenantId, request, refuseType)
         }),
         fromUrl: Effect.fn("AttachmentService.fromUrl")(function*(tenantId, request) {
           return yield* fromUrl(tenantId, request)

@@ -8,6 +8,12 @@ export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 /** The spec's words for a file over the limit. */
 export const TOO_LARGE_TEXT = `File too large. Maximum size is ${(MAX_UPLOAD_BYTES / 1024 / 1024).toFixed(1)}MB`
 
+/**
+ * Largest `Content-Length` an upload request may declare: the file's limit plus 1 MiB of multipart
+ * envelope (boundaries, part headers, small fields). A larger one is refused before a byte is read.
+ */
+export const MAX_UPLOAD_REQUEST_BYTES = MAX_UPLOAD_BYTES + 1024 * 1024
+
 /** Bytes read of a file to tell its type by its magic numbers (what file-type looks at). */
 export const HEAD_BYTES = 4100
 

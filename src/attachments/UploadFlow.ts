@@ -7,7 +7,14 @@ import type { AttachmentRecord, AttachmentStore } from "../ports/AttachmentStore
 import type { BlobStore } from "../ports/BlobStore.ts"
 import type { MultipartReader } from "../ports/MultipartReader.ts"
 import { detectContentType, extensionFor, safeFilename } from "./ContentCheck.ts"
-import { type AttachmentRecordWire, blockedExtension, MAX_UPLOAD_BYTES, streamIntoStore, TOO_LARGE_TEXT } from "./Upload.ts"
+import {
+  type AttachmentRecordWire,
+  blockedExtension,
+  MAX_UPLOAD_BYTES,
+  MAX_UPLOAD_REQUEST_BYTES,
+  streamIntoStore,
+  TOO_LARGE_TEXT
+} from "./Upload.ts"
 
 /** The multipart field an upload's file travels in. */
 export const UPLOAD_FIELD = "file"
@@ -19,18 +26,28 @@ export interface UploadDeps {
   readonly multipart: MultipartReader["Service"]
 }
 
+/** The refusal of a file of this (detected) content type, or undefined when the upload takes it. */
+export type TypeRefusal = (contentType: string) => string | undefined
+
 /**
  * `POST /attachments/upload`: the multipart field `file` streamed into the blob store as it arrives
- * (never whole in memory), refused with the spec's words when it has no filename, a blocked
- * extension, more than 50 MB (reading stops at the byte past it) or bytes of another type than
- * declared; refused bytes are removed. The record waits for a message to carry it.
+ * (never whole in memory), refused with the spec's words when the request declares a Content-Length
+ * over `MAX_UPLOAD_REQUEST_BYTES` (before a byte is read, so a client waiting for `100 Continue`
+ * never sends the body), when the file has no filename, a blocked extension, more than 50 MB
+ * (reading stops at the byte past it), no bytes, bytes of another type than declared, or a type
+ * `refuseType` refuses; refused bytes are removed and no record is kept. The record waits for a
+ * message to carry it.
  */
 export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
   Effect.fnUntraced(function*(
     tenantId: string,
-    body: ReadableStream<Uint8Array> | null,
-    contentType: string
+    request: Request,
+    refuseType?: TypeRefusal
   ): Effect.fn.Return<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError> {
+    const declared = Number(request.headers.get("content-length") ?? Number.NaN)
+    if (declared > MAX_UPLOAD_REQUEST_BYTES) return yield* new BadRequest({ message: TOO_LARGE_TEXT })
+    const body = request.body
+    const contentType = request.headers.get("content-type") ?? ""
     if (body === null || !/^multipart\/form-data\s*;/i.test(contentType)) {
       return yield* new BadRequest({ message: `Send the file as multipart/form-data in a field named '${UPLOAD_FIELD}'` })
     }
@@ -50,11 +67,13 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
     const stored = yield* streamIntoStore(blobs, blobKey, file.bytes)
     if (stored._tag === "TooLarge") return yield* new BadRequest({ message: TOO_LARGE_TEXT })
     if (stored._tag === "SourceFailed") return yield* new BadRequest({ message: "The upload broke off before the end of the file" })
+    const refuseStored = (message: string) => Effect.andThen(stored.remove, Effect.fail(new BadRequest({ message })))
+    // No bytes have no type to check: said as it is, not as a type mismatch.
+    if (stored.size === 0) return yield* refuseStored("File is empty")
     const checked = yield* detectContentType(stored.head, file.contentType)
-    if (!checked.matches) {
-      yield* stored.remove
-      return yield* new BadRequest({ message: `File content doesn't match claimed type '${file.contentType ?? ""}'` })
-    }
+    if (!checked.matches) return yield* refuseStored(`File content doesn't match claimed type '${file.contentType ?? ""}'`)
+    const refusedType = refuseType?.(checked.contentType)
+    if (refusedType !== undefined) return yield* refuseStored(refusedType)
     const record: AttachmentRecord = {
       id,
       tenant_id: tenantId,

@@ -148,7 +148,7 @@ export const emailRoutes = [
     path: "/email-integrations/inline-images/upload",
     operationId: "uploadInlineImage",
     summary:
-      "Upload an image to embed in an HTML body (multipart field 'file'): put `cid:<content_id>` in html_body exactly as returned, and attachment_id in the same request's attachment_ids",
+      "Upload an image to embed in an HTML body (multipart field 'file'): put `cid:<content_id>` in html_body exactly as returned, and attachment_id in the same request's attachment_ids. The upload rules of /attachments/upload apply, and a file that is not an image is refused (nothing of it kept)",
     tag: "Email",
     auth: { kind: "api_key", scopes: ["messages:create"] },
     rawBody: {
@@ -159,7 +159,6 @@ export const emailRoutes = [
     response: { status: 201, schema: InlineImageUpload, description: "The image's attachment id, content id and a signed link" },
     errors: [400, 422],
     handle: ({ principal, request }) =>
-      Effect.flatMap(EmailService, (service) =>
-        service.uploadInlineImage(principal.tenantId, request.body, request.headers.get("content-type") ?? ""))
+      Effect.flatMap(EmailService, (service) => service.uploadInlineImage(principal.tenantId, request))
   })
 ]

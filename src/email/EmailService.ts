@@ -39,6 +39,10 @@ export const EMAIL_WEBHOOK_PREFIX = "/webhooks/email/"
 const emailNotFound = (id: string) => new NotFound({ message: `Email message ${id} not found` })
 const integrationNotFound = (id: string) => new NotFound({ message: `Email integration ${id} not found` })
 
+/** An inline image must be an image: a mail client cannot show anything else inline. */
+const refuseNonImage = (contentType: string) =>
+  contentType.startsWith("image/") ? undefined : `Inline images must be images; this file is '${contentType}'`
+
 /** A send on an email conversation through `POST /messages`: plain text, files as regular attachments. */
 export interface ConversationSend {
   readonly subject?: string | undefined
@@ -81,11 +85,13 @@ export class EmailService extends Context.Service<EmailService, {
     conversation: ConversationRecord,
     request: ConversationSend
   ) => Effect.Effect<string, SendError>
-  /** `POST /email-integrations/inline-images/upload`: an image to embed as `cid:<content_id>`. */
+  /**
+   * `POST /email-integrations/inline-images/upload`: an image to embed as `cid:<content_id>`; a file
+   * that is not an image is refused and nothing of it kept.
+   */
   readonly uploadInlineImage: (
     tenantId: string,
-    body: ReadableStream<Uint8Array> | null,
-    contentType: string
+    request: Request
   ) => Effect.Effect<InlineImageUpload, BadRequest | InvalidRequest | StorageError>
 }>()("omnichannel-core/email/EmailService") {
   static readonly layer = Layer.effect(
@@ -282,14 +288,8 @@ export class EmailService extends Context.Service<EmailService, {
           })
           return sent.messageId
         }),
-        uploadInlineImage: Effect.fn("EmailService.uploadInlineImage")(function*(tenantId, body, contentType) {
-          const uploaded = yield* attachments.upload(tenantId, body, contentType)
-          if (!uploaded.content_type.startsWith("image/")) {
-            return yield* new BadRequest({
-              message:
-                `Inline images must be images; this file is '${uploaded.content_type}'. It was kept as attachment ${uploaded.id}, which can be sent as a regular file`
-            })
-          }
+        uploadInlineImage: Effect.fn("EmailService.uploadInlineImage")(function*(tenantId, request) {
+          const uploaded = yield* attachments.upload(tenantId, request, refuseNonImage)
           const contentId = `${(yield* newId).replaceAll("-", "")}@inline.omnichannel`
           yield* store.insertInlineImage({
             attachment_id: uploaded.id,

@@ -1,9 +1,11 @@
 import { readdirSync } from "node:fs"
 import { request as httpRequest } from "node:http"
+import { connect } from "node:net"
 import { Readable } from "node:stream"
 import type { ReadableStream as NodeReadableStream } from "node:stream/web"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { openDatabaseReader } from "../support/DatabaseReader.ts"
 import { admin, type HostProcess, startHost } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 
@@ -17,6 +19,8 @@ const PNG = Uint8Array.from(Buffer.from(
 ))
 const PDF = new TextEncoder().encode("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
 const MB = 1024 * 1024
+/** Both routes that take an upload. */
+const UPLOAD_PATHS = ["/attachments/upload", "/email-integrations/inline-images/upload"] as const
 
 /** A multipart body of one file part, generated lazily: `size` bytes of `fill` after `head`, never held whole. */
 const lazyUpload = (filename: string, type: string, head: Uint8Array, size: number) => {
@@ -71,11 +75,15 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
     await tearDown?.()
   })
 
-  const upload = async (form: FormData | { body: ReadableStream<Uint8Array>; contentType: string }, key = tenant.key) => {
+  const upload = async (
+    form: FormData | { body: ReadableStream<Uint8Array>; contentType: string },
+    key = tenant.key,
+    path: typeof UPLOAD_PATHS[number] = "/attachments/upload"
+  ) => {
     const init: RequestInit & { duplex?: "half" } = form instanceof FormData
       ? { method: "POST", body: form }
       : { method: "POST", body: form.body, headers: { "content-type": form.contentType }, duplex: "half" }
-    const response = await fetch(`${host.url}/api/v1/attachments/upload`, {
+    const response = await fetch(`${host.url}/api/v1${path}`, {
       ...init,
       headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` }
     })
@@ -93,6 +101,15 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
       return readdirSync(join(env.OMNI_DATA_DIR!, "files", tenant.id))
     } catch {
       return []
+    }
+  }
+  /** The tenant's attachment records, as stored. */
+  const storedRecords = async () => {
+    const reader = await openDatabaseReader(env.DATABASE_URL!)
+    try {
+      return await reader.all("SELECT id, filename FROM attachments WHERE tenant_id = $1", [tenant.id])
+    } finally {
+      await reader.close()
     }
   }
   const get = (path: string, key = tenant.key) =>
@@ -137,6 +154,75 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
     })
     expect(json.status).toBe(400)
     expect(keptFiles().length).toBe(before)
+  })
+
+  it.each(UPLOAD_PATHS)("refuses an empty file on %s as empty, keeping nothing", async (path) => {
+    const [files, records] = [keptFiles().length, (await storedRecords()).length]
+    expect(await upload(fileForm(new Uint8Array(0), "empty.png", "image/png"), tenant.key, path))
+      .toEqual({ status: 400, body: { detail: "File is empty" } })
+    expect(await upload(fileForm(new Uint8Array(0), "empty.pdf", "application/pdf"), tenant.key, path))
+      .toEqual({ status: 400, body: { detail: "File is empty" } })
+    expect(keptFiles().length).toBe(files)
+    expect((await storedRecords()).length).toBe(records)
+  })
+
+  it("refuses an inline image that is not an image, keeping neither its bytes nor its record", async () => {
+    const [files, records] = [keptFiles().length, await storedRecords()]
+    const refused = await upload(fileForm(PDF, "kein Bild.pdf", "application/pdf"), tenant.key, "/email-integrations/inline-images/upload")
+    expect(refused).toEqual({ status: 400, body: { detail: "Inline images must be images; this file is 'application/pdf'" } })
+    expect(keptFiles().length).toBe(files)
+    expect(await storedRecords()).toEqual(records)
+    // An image is taken, and kept.
+    const image = await upload(fileForm(PNG, "logo.png", "image/png"), tenant.key, "/email-integrations/inline-images/upload")
+    expect(image.status).toBe(201)
+    expect(keptFiles()).toContain(image.body.attachment_id)
+    expect(await storedRecords()).toEqual([...records, { id: image.body.attachment_id, filename: "logo.png" }])
+  })
+
+  /**
+   * Sends only the head of an upload declaring `length` bytes and `Expect: 100-continue` from a raw
+   * socket, never a byte of body, and resolves with all the host wrote until the connection closed
+   * (or until it asked for the body: `100 Continue`).
+   */
+  const declareOnly = (path: string, length: number) =>
+    new Promise<string>((resolve, reject) => {
+      const url = new URL(host.url)
+      const socket = connect(Number(url.port), url.hostname)
+      let text = ""
+      socket.on("error", reject)
+      socket.on("data", (data: Buffer) => {
+        text += data.toString("utf8")
+        if (text.startsWith("HTTP/1.1 100 ")) socket.destroy()
+      })
+      socket.on("close", () => resolve(text))
+      socket.write(
+        `POST /api/v1${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${tenant.key}\r\n` +
+          `content-type: multipart/form-data; boundary=declared\r\ncontent-length: ${length}\r\nexpect: 100-continue\r\n\r\n`
+      )
+    })
+
+  /** The body of a raw HTTP/1.1 answer, its chunks joined when it is chunked. */
+  const bodyOf = (answer: string) => {
+    const split = answer.indexOf("\r\n\r\n")
+    let rest = answer.slice(split + 4)
+    if (!/\r\ntransfer-encoding: *chunked/i.test(answer.slice(0, split))) return rest
+    let body = ""
+    for (;;) {
+      const line = rest.indexOf("\r\n")
+      const size = parseInt(rest.slice(0, line), 16)
+      if (!(size > 0)) return body
+      body += rest.slice(line + 2, line + 2 + size)
+      rest = rest.slice(line + 2 + size + 2)
+    }
+  }
+
+  it.each(UPLOAD_PATHS)("refuses a declared Content-Length past 50 MB and 1 MiB of envelope on %s before a byte of body is sent", async (path) => {
+    const answer = await declareOnly(path, 60 * MB)
+    // No `100 Continue`: the client was never asked for the body, and sent none.
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+    expect(JSON.parse(bodyOf(answer))).toEqual({ detail: "File too large. Maximum size is 50.0MB" })
+    // At the limit the host asks for the body.
+    expect(await declareOnly(path, 51 * MB)).toMatch(/^HTTP\/1\.1 100 Continue\r\n/)
   })
 
   it("stops reading a file at the byte past 50 MB and keeps nothing of it", async () => {
