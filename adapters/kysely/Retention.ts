@@ -26,18 +26,23 @@ export const pruneFinishedDeliveries = async (
   return affected(await sql`DELETE FROM webhook_deliveries WHERE ${amongKeys(connection.dialect, "id", picked)}`.execute(db))
 }
 
-/** Deletes up to `limit` payloads processed or failed before `before`, oldest first (`inbound_payloads_finished_idx`). */
+/**
+ * Deletes up to `limit` payloads processed or failed before `before`, oldest first
+ * (`inbound_payloads_finished_idx`); resolves to the deleted payloads' ids and sources.
+ */
 export const pruneFinishedPayloads = async (
   connection: KyselyConnection["Service"],
   db: Db,
   before: string,
   limit: number
-): Promise<number> => {
+): Promise<ReadonlyArray<{ readonly id: string; readonly source: string }>> => {
   const picked = sql`SELECT id FROM inbound_payloads
     WHERE processed_at IS NOT NULL AND processed_at < ${before}
       AND status IN ('processed', 'failed') AND lease_until IS NULL
     ORDER BY processed_at LIMIT ${limit}${skipLocked(connection.dialect)}`
-  return affected(await sql`DELETE FROM inbound_payloads WHERE ${amongKeys(connection.dialect, "id", picked)}`.execute(db))
+  const { rows } = await sql<{ id: string; source: string }>`DELETE FROM inbound_payloads
+    WHERE ${amongKeys(connection.dialect, "id", picked)} RETURNING id, source`.execute(db)
+  return rows
 }
 
 /**

@@ -32,6 +32,8 @@ export interface HostConfig {
   readonly requestTimeoutSeconds: number
   /** `OMNI_MAX_CONNECTIONS`: open client connections at most; past it a short 503 and the connection closed; default 1,000. */
   readonly maxConnections: number
+  /** `OMNI_EMAIL_PARSE_CONCURRENCY`: received emails parsed at once; the rest wait their turn; default 2. */
+  readonly emailParseConcurrency: number
 }
 
 const httpUrl = (name: string, raw: string | undefined): string | undefined => {
@@ -102,6 +104,7 @@ export const readConfig = (env: Readonly<Record<string, string | undefined>>): H
     metricsTenantLabels: flag("OMNI_METRICS_TENANT_LABELS", env.OMNI_METRICS_TENANT_LABELS),
     retentionDays: integer("OMNI_RETENTION_DAYS", env.OMNI_RETENTION_DAYS, 30, 1, 36_500),
     requestTimeoutSeconds: integer("OMNI_REQUEST_TIMEOUT_SECONDS", env.OMNI_REQUEST_TIMEOUT_SECONDS, 30, 1, 86_400),
-    maxConnections: integer("OMNI_MAX_CONNECTIONS", env.OMNI_MAX_CONNECTIONS, 1_000, 1, 1_000_000)
+    maxConnections: integer("OMNI_MAX_CONNECTIONS", env.OMNI_MAX_CONNECTIONS, 1_000, 1, 1_000_000),
+    emailParseConcurrency: integer("OMNI_EMAIL_PARSE_CONCURRENCY", env.OMNI_EMAIL_PARSE_CONCURRENCY, 2, 1, 1024)
   }
 }

@@ -77,6 +77,7 @@ const main = async () => {
     ),
     dispatch: { leaseSeconds: config.leaseSeconds },
     retentionDays: config.retentionDays,
+    emailParseConcurrency: config.emailParseConcurrency,
     // JSON log lines on stdout, one per request too; traces and logs over OTLP when OTEL_* ask for it.
     telemetry: observabilityLayer(observability),
     logRequests: true,

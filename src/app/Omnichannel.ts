@@ -62,6 +62,7 @@ import { CampaignService } from "../campaigns/CampaignService.ts"
 import { listRoutes } from "../lists/ListRoutes.ts"
 import { ListService } from "../lists/ListService.ts"
 import { EMAIL_WEBHOOK_PREFIX, EmailService } from "../email/EmailService.ts"
+import { ReceivedEmailSettings } from "../email/EmailReceiving.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
 import { PublicUrl } from "../kernel/PublicUrl.ts"
 import { WallClock } from "../kernel/WallClock.ts"
@@ -264,6 +265,10 @@ export interface Omnichannel {
 /** Starts the library over the given storage: builds the services and the HTTP handler. */
 export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichannel> => {
   const retentionDays = options.retentionDays === undefined ? undefined : checkRetentionDays("retentionDays", options.retentionDays)
+  const parseConcurrency = options.emailParseConcurrency ?? ReceivedEmailSettings.defaultValue().parseConcurrency
+  if (!Number.isInteger(parseConcurrency) || parseConcurrency < 1 || parseConcurrency > 1024) {
+    throw new Error(`emailParseConcurrency must be a whole number from 1 to 1024, got ${String(options.emailParseConcurrency)}`)
+  }
   const publicUrl = options.publicUrl ?? "http://localhost"
   const publicUrlOf = typeof publicUrl === "string" ? () => publicUrl : publicUrl
   const connectPath = `/${(options.connectPath ?? "/connect").replace(/^\/+|\/+$/g, "")}`
@@ -294,6 +299,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       ...(options.downloads?.ttlSeconds === undefined ? {} : { ttlSeconds: options.downloads.ttlSeconds })
     })),
     Layer.succeed(InboundSettingsService, { ...DEFAULT_INBOUND_SETTINGS, ...options.inbound }),
+    Layer.succeed(ReceivedEmailSettings, { parseConcurrency }),
     Layer.succeed(RetentionSettings, { ...RetentionSettings.defaultValue(), ...(retentionDays === undefined ? {} : { days: retentionDays }) })
   )
   // Workers in this process start at once on events it commits (see `withOutboxSignal`).

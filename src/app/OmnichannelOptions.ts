@@ -60,6 +60,13 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   /** Overrides of the inbound processor's batch size, lease and tries. */
   readonly inbound?: Partial<InboundSettings>
   /**
+   * Received emails read and stored at once in this process; default 2. The others wait their turn,
+   * none is refused. Each holds its headers and bodies and one of its files at a time (the email's
+   * bytes are streamed from the blob store, its files written out one after the other). A whole
+   * number from 1 to 1024: anything else makes `make` throw.
+   */
+  readonly emailParseConcurrency?: number
+  /**
    * Reads multipart uploads as streams: `busboyMultipart` from `omnichannel-core/node`. Without one,
    * `POST /attachments/upload` answers 400.
    */

@@ -1,4 +1,4 @@
-import { Effect, Option } from "effect"
+import { Context, Effect, Option, type Semaphore } from "effect"
 import type { AttachmentService, PreparedAttachment } from "../attachments/AttachmentService.ts"
 import type { ContactService } from "../contacts/ContactService.ts"
 import type { ConversationService } from "../conversations/ConversationService.ts"
@@ -10,7 +10,21 @@ import { now } from "../kernel/Timestamp.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type { EmailIntegrationRecord, EmailMessageRecord, EmailStore } from "../ports/EmailStore.ts"
 import { storeEmailFiles } from "./EmailWire.ts"
-import { readReceivedEmail, type ReceivedEmail, threadCandidates } from "./ReceivedEmail.ts"
+import { RawEmailUnavailable, readReceivedEmailFrom, type StreamedEmail, threadCandidates } from "./ReceivedEmail.ts"
+
+/** How received mail is read. */
+export interface ReceivedEmailSettings {
+  /**
+   * Received emails read and stored at once in this process; the others wait their turn (none is
+   * refused). Each holds the email's headers and bodies and one of its files at a time.
+   */
+  readonly parseConcurrency: number
+}
+
+/** The settings of received mail; by default two emails at once. */
+export const ReceivedEmailSettings = Context.Reference<ReceivedEmailSettings>("omnichannel-core/email/ReceivedEmailSettings", {
+  defaultValue: () => ({ parseConcurrency: 2 })
+})
 
 /** What receiving needs of the other areas and the ports. */
 export interface ReceivingDeps {
@@ -19,20 +33,26 @@ export interface ReceivingDeps {
   readonly messages: MessageService["Service"]
   readonly contacts: ContactService["Service"]
   readonly conversations: ConversationService["Service"]
+  /** Holds one permit per email being read and stored (`ReceivedEmailSettings.parseConcurrency`). */
+  readonly parsing: Semaphore.Semaphore
 }
 
+/** A received email as read from its stream, its files' bytes not yet read. */
+type ReadEmail = StreamedEmail["email"]
+
 /**
- * The handler of received mail: reads the email, writes its files to the blob store, then in one
+ * The handler of received mail: reads the email from its stored bytes as a stream (at most
+ * `parseConcurrency` at once), writes its files to the blob store one at a time, then in one
  * transaction with its de-duplication key finds or makes the sender's contact, threads it (the
  * open conversation holding the email it answers, by `In-Reply-To`, then `References`; else a new
  * thread) and stores the conversation message (`message.received`), the email and its files.
  */
 export const makeReceiveEmail = (deps: ReceivingDeps) => {
-  const { store, attachments, messages, contacts, conversations } = deps
+  const { store, attachments, messages, contacts, conversations, parsing } = deps
 
   // The thread an email continues: the first candidate id found among the mailbox's emails whose
   // conversation is still open (a closed conversation takes no new messages).
-  const threadOf = Effect.fnUntraced(function*(integration: EmailIntegrationRecord, email: ReceivedEmail) {
+  const threadOf = Effect.fnUntraced(function*(integration: EmailIntegrationRecord, email: ReadEmail) {
     const candidates = threadCandidates(email)
     if (candidates.length === 0) return Option.none<ConversationRecord>()
     const found = yield* store.findByHeaders(integration.tenant_id, integration.id, candidates)
@@ -48,21 +68,34 @@ export const makeReceiveEmail = (deps: ReceivingDeps) => {
     return Option.none<ConversationRecord>()
   })
 
-  const prepareFiles = (input: ReceivedEmailInput, integration: EmailIntegrationRecord, email: ReceivedEmail) =>
-    Effect.forEach(email.files, (file) =>
-      attachments.prepareInbound({
-        tenantId: integration.tenant_id,
-        bytes: file.content,
-        declaredType: file.contentType,
-        filename: file.filename,
-        externalId: null,
-        origin: file.inline ? "email_inline" : "email",
-        direction: "inbound"
-      }).pipe(Effect.mapError((error) => new RetryLater({ message: `a file could not be stored: ${error.message}` }))))
+  // Each file is written as its bytes are read, and its bytes are dropped before the next is read.
+  // A failure removes the files written so far.
+  const prepareFiles = (integration: EmailIntegrationRecord, readFiles: StreamedEmail["readFiles"]) =>
+    Effect.gen(function*() {
+      const prepared: Array<PreparedAttachment> = []
+      yield* readFiles((file) =>
+        attachments.prepareInbound({
+          tenantId: integration.tenant_id,
+          bytes: file.content,
+          declaredType: file.contentType,
+          filename: file.filename,
+          externalId: null,
+          origin: file.inline ? "email_inline" : "email",
+          direction: "inbound"
+        }).pipe(
+          Effect.map((file) => void prepared.push(file)),
+          Effect.mapError((error) => new RetryLater({ message: `a file could not be stored: ${error.message}` }))
+        )
+      ).pipe(
+        Effect.mapError((error) => error instanceof RawEmailUnavailable ? new RetryLater({ message: error.message }) : error),
+        Effect.tapError(() => Effect.forEach(prepared, attachments.discard, { discard: true }))
+      )
+      return prepared
+    })
 
   const store_ = Effect.fnUntraced(function*(
     integration: EmailIntegrationRecord,
-    email: ReceivedEmail,
+    email: ReadEmail,
     prepared: ReadonlyArray<PreparedAttachment>,
     payloadId: string
   ) {
@@ -124,20 +157,23 @@ export const makeReceiveEmail = (deps: ReceivingDeps) => {
     })))
   })
 
-  return Effect.fn("EmailService.received")(function*(input: ReceivedEmailInput) {
-    const integration = yield* store.findIntegrationForInbound(input.integrationId)
-    if (Option.isNone(integration)) return `email integration ${input.integrationId}: not found, not stored`
-    const parsed = yield* Effect.result(readReceivedEmail(input.raw))
-    if (parsed._tag === "Failure") return parsed.failure.message
-    const email = parsed.success
+  const receive = Effect.fnUntraced(function*(input: ReceivedEmailInput, integration: EmailIntegrationRecord) {
+    const open = Effect.mapError(input.openRaw, (error) => new RawEmailUnavailable({ message: error.message }))
+    const parsed = yield* Effect.result(readReceivedEmailFrom(open))
+    if (parsed._tag === "Failure") {
+      if (parsed.failure instanceof RawEmailUnavailable) return yield* new RetryLater({ message: parsed.failure.message })
+      return parsed.failure.message
+    }
+    const { email, readFiles, readWhole } = parsed.success
+    if (readWhole !== null) yield* Effect.logInfo(`received email ${input.payloadId} read whole: ${readWhole}`)
     if (email.from === null) return "the email names no sender (From): not stored"
     // A redelivery (the same Message-ID to the same mailbox) has the effect of one.
-    const key = `${integration.value.id}:${email.messageId ?? `payload:${input.payloadId}`}`
+    const key = `${integration.id}:${email.messageId ?? `payload:${input.payloadId}`}`
     if (yield* input.wasHandled(key)) return "a copy of an email already received: skipped"
-    const prepared = yield* prepareFiles(input, integration.value, email)
+    const prepared = yield* prepareFiles(integration, readFiles)
     let stored = false
     const exit = yield* Effect.exit(input.once(key, Effect.gen(function*() {
-      yield* store_(integration.value, email, prepared, input.payloadId)
+      yield* store_(integration, email, prepared, input.payloadId)
       stored = true
     })))
     if (exit._tag === "Failure" || !stored) {
@@ -145,5 +181,11 @@ export const makeReceiveEmail = (deps: ReceivingDeps) => {
     }
     if (exit._tag === "Failure") return yield* Effect.failCause(exit.cause)
     return stored ? null : "a copy of an email already received: skipped"
+  })
+
+  return Effect.fn("EmailService.received")(function*(input: ReceivedEmailInput) {
+    const integration = yield* store.findIntegrationForInbound(input.integrationId)
+    if (Option.isNone(integration)) return `email integration ${input.integrationId}: not found, not stored`
+    return yield* parsing.withPermit(receive(input, integration.value))
   })
 }

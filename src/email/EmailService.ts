@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Semaphore } from "effect"
 import { AttachmentService } from "../attachments/AttachmentService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
@@ -27,7 +27,7 @@ import {
   type ReplyRequest,
   toEmailIntegration
 } from "./Email.ts"
-import { makeReceiveEmail } from "./EmailReceiving.ts"
+import { makeReceiveEmail, ReceivedEmailSettings } from "./EmailReceiving.ts"
 import { contactRecipient, latestEmail, makeSendEmail } from "./EmailSending.ts"
 import { toEmailMessages } from "./EmailWire.ts"
 import { SummaryService } from "../summaries/SummaryService.ts"
@@ -108,7 +108,8 @@ export class EmailService extends Context.Service<EmailService, {
       const publicUrl = yield* PublicUrl
       const deps = { store, transactor, attachments, messages, contacts, conversations, mailer }
       const send = makeSendEmail(deps)
-      const received = makeReceiveEmail(deps)
+      const parsing = yield* Semaphore.make((yield* ReceivedEmailSettings).parseConcurrency)
+      const received = makeReceiveEmail({ ...deps, parsing })
 
       const wire = (record: EmailIntegrationRecord) =>
         toEmailIntegration(record, publicUrlOf(publicUrl, `${EMAIL_WEBHOOK_PREFIX}${record.id}`))

@@ -49,6 +49,50 @@ export const readLimited = (request: Request, limit: number): Effect.Effect<Uint
     catch: (e) => e instanceof PayloadTooLarge ? e : new BadRequest({ message: "The request body could not be read" })
   })
 
+/** A request body passed on as it arrives (never gathered), counted and cut off past a limit. */
+export interface LimitedBody {
+  /** The body's bytes; errors at the first byte past the limit, cancelling the rest of the body. */
+  readonly stream: ReadableStream<Uint8Array>
+  /** Why `stream` errored, once it has: past the limit, or the request's body broke off. */
+  readonly failure: () => PayloadTooLarge | BadRequest | undefined
+}
+
+/**
+ * The body of `request` as a stream of at most `limit` bytes, for a reader that writes it out as
+ * it arrives; fails at once with PayloadTooLarge when Content-Length says more.
+ */
+export const limitedBody = (request: Request, limit: number): Effect.Effect<LimitedBody, PayloadTooLarge> =>
+  Effect.suspend(() => {
+    const declared = Number(request.headers.get("content-length") ?? "NaN")
+    if (Number.isFinite(declared) && declared > limit) return Effect.fail(new PayloadTooLarge(limit))
+    let failure: PayloadTooLarge | BadRequest | undefined
+    let size = 0
+    const reader = request.body?.getReader()
+    const stream = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        if (reader === undefined) return controller.close()
+        let next: ReadableStreamReadResult<Uint8Array>
+        try {
+          next = await reader.read()
+        } catch (error) {
+          failure = new BadRequest({ message: "The request body could not be read" })
+          return controller.error(error)
+        }
+        if (next.done) return controller.close()
+        size += next.value.byteLength
+        if (size > limit) {
+          failure = new PayloadTooLarge(limit)
+          controller.error(failure)
+          await reader.cancel().catch(() => undefined)
+          return
+        }
+        controller.enqueue(next.value)
+      },
+      cancel: (reason) => reader?.cancel(reason)
+    })
+    return Effect.succeed({ stream, failure: () => failure })
+  })
+
 // PostgreSQL text cannot hold U+0000, and an unpaired surrogate would be stored as U+FFFD.
 const UNSTORABLE_TEXT = /\u0000|\p{Cs}/u
 

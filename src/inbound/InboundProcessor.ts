@@ -20,9 +20,11 @@ import { InboundSignal } from "../kernel/WorkSignal.ts"
 import { newId } from "../kernel/Id.ts"
 import { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis, now } from "../kernel/Timestamp.ts"
+import { BlobStore } from "../ports/BlobStore.ts"
 import { type InboundClaim, type InboundOutcome, type InboundSource, InboundStore } from "../ports/InboundStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { parseChatappPayload } from "./ChatappWebhook.ts"
+import { openReceivedEmail } from "./ReceivedEmailBlobs.ts"
 
 /** How the inbound processor works: batch size, lease, tries. */
 export interface InboundSettings {
@@ -65,6 +67,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const handlers = yield* ChatappHandlers
     const email = yield* EmailHandlers
     const transactor = yield* Transactor
+    const blobs = yield* BlobStore
 
     // Own properties only: a field named `constructor` or `__proto__` has no handler.
     const fieldHandlers = (field: string) => (Object.hasOwn(handlers.fields, field) ? handlers.fields[field]! : [])
@@ -194,7 +197,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       const exit = yield* Effect.exit(email.received({
         payloadId: payload.id,
         integrationId: payload.route_key ?? "",
-        raw: payload.body,
+        openRaw: openReceivedEmail(blobs, payload),
         attempt: payload.attempts,
         lastAttempt: payload.attempts >= settings.maxAttempts,
         once: (key, work) => once(key, work, "email"),

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { readLimited } from "../http/RequestBody.ts"
+import { limitedBody, readLimited } from "../http/RequestBody.ts"
 import { observeRequest } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
 import { countInboundReceived } from "../kernel/Metrics.ts"
@@ -41,21 +41,20 @@ export const makeInboundHandler = Effect.gen(function*() {
       if (!(yield* service.authenticateEmail(integrationId, request.headers.get("authorization")))) {
         return json(401, { detail: "Invalid credentials" })
       }
-      const body = yield* readLimited(request, MAX_RECEIVED_EMAIL_BYTES)
-      if (body.length === 0) return json(400, { detail: "The email is empty" })
-      const outcome = yield* service.receiveEmail(
-        integrationId,
-        request.headers.get("authorization"),
-        body as Uint8Array<ArrayBuffer>,
-        contentType
-      )
+      // Streamed into storage as it arrives: the route never holds the email whole.
+      const body = yield* limitedBody(request, MAX_RECEIVED_EMAIL_BYTES)
+      const outcome = yield* service.receiveEmail(integrationId, request.headers.get("authorization"), body, contentType)
       return outcome.stored ? json(200, { received: true, id: outcome.id }) : json(401, { detail: "Invalid credentials" })
     }).pipe(
       Effect.catchTags({
         PayloadTooLarge: () =>
           Effect.succeed(json(413, { detail: `An email may be at most ${MAX_RECEIVED_EMAIL_BYTES / 1024 / 1024} MB` })),
         BadRequest: (error) => Effect.succeed(json(400, { detail: error.message })),
-        StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" }))
+        StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" })),
+        BlobStoreError: (error) =>
+          Effect.logError("a received email could not be written to the blob store", error).pipe(
+            Effect.as(json(503, { detail: "Temporarily unavailable; retry" }))
+          )
       })
     )
   }

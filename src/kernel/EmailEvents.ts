@@ -8,8 +8,11 @@ export interface ReceivedEmailInput {
   readonly payloadId: string
   /** The integration (mailbox) it was posted to. */
   readonly integrationId: string
-  /** The RFC 5322 bytes exactly as received. */
-  readonly raw: Uint8Array
+  /**
+   * Opens the RFC 5322 bytes exactly as received, as a stream, anew at each call (they are read
+   * more than once); fails with `RetryLater` when they cannot be read now.
+   */
+  readonly openRaw: Effect.Effect<ReadableStream<Uint8Array>, RetryLater>
   /** Tries so far, this one included. */
   readonly attempt: number
   /** This is the last try: whatever cannot be had now is given up on (and noted). */

@@ -43,6 +43,12 @@ export interface InboundClaim {
   readonly trace_context: string | null
 }
 
+/** A payload the retention prune deleted. */
+export interface PrunedPayload {
+  readonly id: string
+  readonly source: InboundSource
+}
+
 /** How a try on a payload ended. */
 export type InboundOutcome =
   | { readonly status: "processed"; readonly note: string | null }
@@ -83,9 +89,10 @@ export class InboundStore extends Context.Service<InboundStore, {
   readonly wasHandled: (source: InboundSource, key: string) => Effect.Effect<boolean, StorageError>
   /**
    * Retention, a named maintenance step across payloads like `claim`: deletes up to `limit` payloads
-   * `processed` or `failed` before `before` (by `processed_at`), oldest first, and resolves to how many
-   * it deleted. Pending payloads and leased ones are never deleted; the keys of handled items stay.
-   * Several pruners at once take disjoint rows (PostgreSQL skips rows another holds).
+   * `processed` or `failed` before `before` (by `processed_at`), oldest first, and resolves to the
+   * ones it deleted (so what is kept beside them, a received email's bytes, can go too). Pending
+   * payloads and leased ones are never deleted; the keys of handled items stay. Several pruners at
+   * once take disjoint rows (PostgreSQL skips rows another holds).
    */
-  readonly pruneFinished: (before: string, limit: number) => Effect.Effect<number, StorageError>
+  readonly pruneFinished: (before: string, limit: number) => Effect.Effect<ReadonlyArray<PrunedPayload>, StorageError>
 }>()("omnichannel-core/ports/InboundStore") {}

@@ -1,6 +1,6 @@
 import Database from "better-sqlite3"
 import { createHmac } from "node:crypto"
-import { writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -183,6 +183,8 @@ describe.each(hostBackends)("retention on the reference host ($name)", (backend)
       customerData
     }
   }
+  /** Whether the received email of payload `id` still has its bytes in the host's blob store. */
+  const emailBytesKept = (id: string) => existsSync(join(env.OMNI_DATA_DIR!, "files", "inbound", "email", id))
   const pruneLines = () =>
     [...host.output().matchAll(/retention: deleted (\d+) finished deliveries, (\d+) outbox events and (\d+) inbound payloads/g)]
       .map((m) => ({ deliveries: Number(m[1]), events: Number(m[2]), payloads: Number(m[3]) }))
@@ -223,6 +225,8 @@ describe.each(hostBackends)("retention on the reference host ($name)", (backend)
     expect(old.payloads.map((p) => [p.source, p.status]).sort()).toEqual([["chatapp", "processed"], ["email", "processed"]])
     expect(old.events.every((e) => e.fanned_out_at !== null)).toBe(true)
     expect(old.customerData).toMatchObject({ contacts: 4, conversations: 2, messages: 2, email_messages: 1, email_attachments: 1 })
+    // A received email's bytes are kept in the blob store beside its payload row.
+    expect(emailBytesKept(old.payloads.find((p) => p.source === "email")!.id)).toBe(true)
     oldFailedDeliveryId = (await listed(failEndpoint)).items.find((d) => d.status === "failed").id
 
     // 23 hours on: nothing is a day old yet.
@@ -277,6 +281,8 @@ describe.each(hostBackends)("retention on the reference host ($name)", (backend)
     for (const d of after.deliveries) if (d.completed_at !== null) expect(d.completed_at >= cutoff).toBe(true)
     for (const e of after.events) expect(e.fanned_out_at! >= cutoff).toBe(true)
     expect(after.payloads.map((p) => [p.source, p.status])).toEqual([["chatapp", "processed"]])
+    // The pruned email payload's bytes went with it.
+    expect(emailBytesKept(old.payloads.find((p) => p.source === "email")!.id)).toBe(false)
     expect(after.customerData).toEqual(before.customerData)
 
     // One log line for the pass, with its counts.

@@ -87,7 +87,10 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
           db.selectFrom("inbound_handled").select("key").where("source", "=", source).where("key", "=", key)
             .executeTakeFirst())
           .pipe(Effect.map((row) => row !== undefined)),
-      pruneFinished: (before, limit) => query(connection, (db) => pruneFinishedPayloads(connection, db, before, limit))
+      pruneFinished: (before, limit) =>
+        query(connection, (db) => pruneFinishedPayloads(connection, db, before, limit)).pipe(
+          Effect.map((rows) => rows.map((row) => ({ id: row.id, source: row.source as InboundSource })))
+        )
     })
   })
 )
