@@ -25,9 +25,13 @@
  * undici keep-alive connections, the same client and body for every contender; outside `--quick` each
  * contender twice, in order then in reverse, keeping the better figures.
  *
- *   npm run bench:attachments -- [--quick]
+ *   npm run bench:attachments -- [--quick] [--only transfers,uploads,email-memory]
  *
  * SQLite only: an upload writes one attachment row, so the database is not what is measured.
+ * `--only` runs the named phases alone: `transfers` (the 50 MB transfers), `uploads` (the 100 KB
+ * uploads), `email-memory` (bench/EmailMemory.ts: the reference host's RSS while eight received
+ * emails of 39 MB arrive at once, on SQLite and on PostgreSQL when PG_URL, default
+ * postgres://postgres@127.0.0.1:5432/test, answers).
  * `BENCH_CPU_PROF=dir` adds a library burst after the measured ones, profiled in the server process
  * (the server's time only), writes the profile there and prints where its time went (the forked
  * server process also writes a profile of its whole life when it exits, as `ChildProcess.ts` does).
@@ -52,8 +56,9 @@ import { make } from "../src/app/Omnichannel.ts"
 import { Operator } from "../src/auth/Operator.ts"
 import { forkChild } from "./ChildProcess.ts"
 import { startCpuMeter } from "./CpuMeter.ts"
+import { type EmailMemoryFigures, emailMemoryPhase, printEmailMemory } from "./EmailMemory.ts"
 import { quantile, stamp } from "./Load.ts"
-import { startRun } from "./Run.ts"
+import { postgresReachable, startRun } from "./Run.ts"
 import { type RunningProfile, startProfile } from "./Profile.ts"
 
 const ROLE_VARIABLE = "BENCH_ATTACHMENTS_ROLE"
@@ -294,15 +299,22 @@ const SUBSYSTEMS: ReadonlyArray<readonly [string, RegExp]> = [
 // This process: the client, the from-url source, the report.
 
 const clientProcess = async () => {
-  const { values: flags } = parseArgs({ options: { quick: { type: "boolean", default: false } } })
+  const { values: flags } = parseArgs({ options: { quick: { type: "boolean", default: false }, only: { type: "string" } } })
   const quick = flags.quick === true
+  const PHASES = ["transfers", "uploads", "email-memory"] as const
+  type Phase = (typeof PHASES)[number]
+  const only = flags.only === undefined ? [...PHASES] : flags.only.split(",").map((phase) => phase.trim())
+  const unknown = only.filter((phase) => !(PHASES as ReadonlyArray<string>).includes(phase))
+  if (unknown.length > 0) throw new Error(`--only takes: ${PHASES.join(", ")}; got ${unknown.join(", ")}`)
+  const runs = (phase: Phase) => only.includes(phase)
+  const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
   /** 50 MB transfers of each kind, for each way of sampling. */
   const BIG_REPEATS = quick ? 1 : 3
   const BURST = quick ? 800 : 3_000
   const WARM_UP = quick ? 200 : 500
-  const HARD_LIMIT_MS = (quick ? 6 : 15) * 60_000
+  const HARD_LIMIT_MS = (quick ? 12 : 25) * 60_000
 
-  const { loadAtStart, progress, onCleanup, cleanUp, cleaningUp, elapsedSeconds } = startRun(HARD_LIMIT_MS)
+  const { loadAtStart, progress, onCleanup, release, cleanUp, cleaningUp, elapsedSeconds } = startRun(HARD_LIMIT_MS)
   const root = mkdtempSync(join(tmpdir(), "bench-attachments-"))
   onCleanup(async () => rmSync(root, { recursive: true, force: true }))
 
@@ -472,6 +484,7 @@ const clientProcess = async () => {
     console.log(`\nmemory of the server process, heapUsed + arrayBuffers, during one ${BIG_FILE / MB} MB file (${BIG_FILE} bytes, %PDF-1.4 head and filler); ` +
       `baseline after full collections; sampled every ${SAMPLE_MS} ms, with no forced GC or each after a full GC (which slows the transfer); ` +
       "growth over the baseline in MB; the bare server pipes the upload's body, or the source's answer fetched with undici, to a file")
+    if (bigRuns.length === 0) console.log("  (not run)")
     const header = `${"server".padEnd(7)}  ${"transfer".padEnd(9)}  ${"sampling".padEnd(22)}  ${"peak growth".padStart(11)}  ${"heap / arrayBuffers at peak".padStart(27)}  ` +
       `${"rss growth".padStart(10)}  ${"retained".padStart(8)}  ${"samples (longest gap)".padStart(21)}  ${"MB/s".padStart(5)}`
     console.log(header)
@@ -484,13 +497,13 @@ const clientProcess = async () => {
         (run.problem === undefined ? "" : `  FAILED: ${run.problem}`))
     }
     const [bare] = rows
-    const bareBest = best(bare!.runs)
+    const bareBest = bare === undefined ? undefined : best(bare.runs)
     console.log(`\n${SMALL_FILE / 1024} KB uploads (multipart body ${small.body.length} bytes, %PDF-1.4 head), bursts of ${BURST} with ${CONCURRENCY} in flight ` +
       `(undici keep-alive, the same client and body for all)${quick ? "" : "; each contender twice, in order then in reverse, keeping the better figures"}; ` +
       "latency per upload within the burst; CPU per upload read from /proc (server: the server process, its fs threads included)")
     const header2 = `${"server".padEnd(38)}  ${"uploads/s".padStart(9)}  ${"× bare".padStart(6)}  ${"runs".padStart(11)}  ${"p50 ms".padStart(6)}  ${"p99 ms".padStart(6)}  ` +
       `${"server CPU µs".padStart(13)}  ${"client CPU µs".padStart(13)}  failed`
-    console.log(header2)
+    console.log(rows.length === 0 ? "  (not run)" : header2)
     console.log("-".repeat(header2.length))
     for (const row of rows) {
       const figures = best(row.runs)
@@ -530,13 +543,13 @@ const clientProcess = async () => {
     }
   }
 
-  progress("setup", `server process ${child.pid}, files in ${root}${quick ? " (quick)" : ""}`)
+  progress("setup", `server process ${child.pid}, files in ${root}${quick ? " (quick)" : ""}; phases: ${only.join(", ")}`)
   try {
     const server = await ask({ type: "start", root }, "ready")
     progress("setup", `library on ${server.libraryUrl} (SQLite), bare server on ${server.bareUrl}, source on ${sourceUrl}`)
 
     const bigRuns: Array<BigRun> = []
-    for (let round = 0; round < BIG_REPEATS; round++) {
+    for (let round = 0; round < (runs("transfers") ? BIG_REPEATS : 0); round++) {
       for (const [target, transfer, collect] of BIG_TRANSFERS) {
         const phase = `${transfer} 50 MB, ${target}`
         progress(phase, `${collect ? "full GC before each sample" : "no forced GC"}${BIG_REPEATS > 1 ? `, ${round + 1} of ${BIG_REPEATS}` : ""}`)
@@ -563,7 +576,7 @@ const clientProcess = async () => {
       headers: { authorization: `Bearer ${server.apiKey}` },
       answersSize: SMALL_FILE
     })
-    const rows = [bare, durable, library]
+    const rows = runs("uploads") ? [bare, durable, library] : []
     for (const row of rows) {
       progress(`warm-up, ${row.contender.name}`, `${WARM_UP} uploads`)
       await burst(row, WARM_UP)
@@ -577,14 +590,27 @@ const clientProcess = async () => {
     }
 
     let profile: { file: string; summary: ReadonlyArray<string> } | undefined
-    if (PROFILE_DIR !== undefined) {
+    if (PROFILE_DIR !== undefined && runs("uploads")) {
       progress("profile, library", `${BURST} uploads, ${CONCURRENCY} in flight, profiled in the server process`)
       await ask({ type: "profile-start" }, "ok")
       await burst({ ...library, runs: [] }, BURST)
       profile = await ask({ type: "profile-stop", label: "library-upload" }, "profile")
     }
-    printReport(bigRuns, rows, profile)
     await ask({ type: "stop" }, "ok")
+    let emails: ReadonlyArray<EmailMemoryFigures> = []
+    const postgresUrl = runs("email-memory") && await postgresReachable(PG_URL) ? PG_URL : undefined
+    if (runs("email-memory")) {
+      if (postgresUrl === undefined) progress("email memory", `no PostgreSQL at ${PG_URL}: SQLite only`)
+      emails = await emailMemoryPhase({ quick, root, progress, onCleanup, release, postgresUrl })
+    }
+    if (runs("transfers") || runs("uploads")) printReport(bigRuns, rows, profile)
+    if (runs("email-memory")) {
+      if (!runs("transfers") && !runs("uploads")) {
+        console.log(`\nAttachments benchmark${quick ? " (quick)" : ""}, email memory only`)
+        console.log(`node ${process.version}, ${availableParallelism()} CPUs, load average ${loadAtStart} at start and ${loadavg()[0]!.toFixed(1)} at end (shared machine)`)
+      }
+      printEmailMemory(emails, postgresUrl)
+    }
   } catch (error) {
     if (!cleaningUp()) console.error(error)
     process.exitCode = 1
