@@ -17,7 +17,10 @@ export interface InboundPayloadRecord {
   readonly source: InboundSource
   /** For `email`: the integration it was posted to; null for `chatapp`. */
   readonly route_key: string | null
-  /** The body exactly as received. */
+  /**
+   * The body exactly as received; empty for a received email, whose bytes are streamed into the
+   * blob store under a key made from the payload's id (an email stored before that keeps them here).
+   */
   readonly body: Uint8Array
   readonly content_type: string | null
   readonly received_at: string
