@@ -1,22 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { validInputs } from "../support/ConnectCustomer.ts"
+import { openConnectForm as openForm } from "../support/ConnectPage.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
-
-// A customer's browser without the browser: fetch the form, keep its cookie, post it back.
-const openForm = async (connectUrl: string, channelType: string) => {
-  const form = await fetch(`${connectUrl}?type=${channelType}`)
-  const html = await form.text()
-  const cookie = (form.headers.get("set-cookie") ?? "").split(";")[0]!
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? ""
-  return (inputs: Readonly<Record<string, string>>) =>
-    fetch(connectUrl, {
-      method: "POST",
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded", cookie },
-      body: new URLSearchParams({ csrf, channel_type: channelType, ...inputs }).toString()
-    })
-}
 
 const connect = async (connectUrl: string, channelType: string, inputs: Readonly<Record<string, string>>) =>
   (await openForm(connectUrl, channelType))(inputs)
