@@ -49,6 +49,16 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_28_0019_one_active_channel_per_number", OneActiveChannelPerNumber.up]
 ]
 
+/**
+ * The migrations up to and including `last`, in the order they run: the schema a database of that
+ * version holds (for tests of upgrades from older versions).
+ */
+export const migrationsThrough = (last: string): ReadonlyArray<readonly [string, Up]> => {
+  const end = MIGRATIONS.findIndex(([name]) => name === last)
+  if (end < 0) throw new Error(`no migration named ${last}`)
+  return MIGRATIONS.slice(0, end + 1)
+}
+
 /** The names of every migration this code knows, in the order they run. */
 export const migrationNames = (): ReadonlyArray<string> => MIGRATIONS.map(([name]) => name)
 

@@ -5,25 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it, vi } from "vitest"
 import { type Database, migrate, openPglite, openPostgres, openSqlite } from "../../adapters/kysely/KyselyStorage.ts"
-import type { Dialect } from "../../adapters/kysely/Migrations.ts"
-import * as Foundation from "../../adapters/kysely/migrations/2026_11_22_0001_foundation.ts"
-import * as ChannelsAndConnectTokens from "../../adapters/kysely/migrations/2026_11_22_0002_channels_and_connect_tokens.ts"
-import * as WebhookEndpoints from "../../adapters/kysely/migrations/2026_11_22_0003_webhook_endpoints.ts"
-import * as WebhookDeliveries from "../../adapters/kysely/migrations/2026_11_22_0004_webhook_deliveries.ts"
-import * as WebhookClaimIndexes from "../../adapters/kysely/migrations/2026_11_22_0005_webhook_claim_indexes.ts"
-import * as WebhookFanOutLeases from "../../adapters/kysely/migrations/2026_11_24_0006_webhook_fanout_leases.ts"
-import * as OutboxUnfannedPartialIndex from "../../adapters/kysely/migrations/2026_11_24_0007_outbox_unfanned_partial_index.ts"
-import * as ConversationsAndInbound from "../../adapters/kysely/migrations/2026_11_26_0008_conversations_and_inbound.ts"
-import * as TemplatesAndSendingLimits from "../../adapters/kysely/migrations/2026_11_26_0009_templates_and_sending_limits.ts"
-import * as Email from "../../adapters/kysely/migrations/2026_11_26_0010_email.ts"
-import * as Lists from "../../adapters/kysely/migrations/2026_11_26_0011_lists.ts"
-import * as Campaigns from "../../adapters/kysely/migrations/2026_11_26_0012_campaigns.ts"
-import * as Flows from "../../adapters/kysely/migrations/2026_11_26_0013_flows.ts"
-import * as Summaries from "../../adapters/kysely/migrations/2026_11_26_0014_summaries.ts"
-import * as TeamChat from "../../adapters/kysely/migrations/2026_11_26_0015_team_chat.ts"
-import * as TraceContext from "../../adapters/kysely/migrations/2026_11_26_0016_trace_context.ts"
-import * as RetentionIndexes from "../../adapters/kysely/migrations/2026_11_26_0017_retention_indexes.ts"
-import * as InboundTraceContext from "../../adapters/kysely/migrations/2026_11_26_0018_inbound_trace_context.ts"
+import { type Dialect, migrationsThrough } from "../../adapters/kysely/Migrations.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
 import { createPostgresDatabase, PG_URL, testDatabases } from "../support/Databases.ts"
 import { billingAccountRecord, channelRecord, conversationRecord, tenantRecord, userRecord } from "./Fixtures.ts"
@@ -90,37 +72,10 @@ const emptyDatabases: ReadonlyArray<{
   }])
 ]
 
-// The migrations a database had run before 0007 landed, under the names and in the table `migrate` uses.
-const UP_TO_0006 = [
-  ["2026_11_22_0001_foundation", Foundation.up],
-  ["2026_11_22_0002_channels_and_connect_tokens", ChannelsAndConnectTokens.up],
-  ["2026_11_22_0003_webhook_endpoints", WebhookEndpoints.up],
-  ["2026_11_22_0004_webhook_deliveries", WebhookDeliveries.up],
-  ["2026_11_22_0005_webhook_claim_indexes", WebhookClaimIndexes.up],
-  ["2026_11_24_0006_webhook_fanout_leases", WebhookFanOutLeases.up]
-] as const
-
-// The migrations a database had run before 0010 landed.
-const UP_TO_0009 = [
-  ...UP_TO_0006,
-  ["2026_11_24_0007_outbox_unfanned_partial_index", OutboxUnfannedPartialIndex.up],
-  ["2026_11_26_0008_conversations_and_inbound", ConversationsAndInbound.up],
-  ["2026_11_26_0009_templates_and_sending_limits", TemplatesAndSendingLimits.up]
-] as const
-
-// The migrations a database had run before 0019 landed.
-const UP_TO_0018 = [
-  ...UP_TO_0009,
-  ["2026_11_26_0010_email", Email.up],
-  ["2026_11_26_0011_lists", Lists.up],
-  ["2026_11_26_0012_campaigns", Campaigns.up],
-  ["2026_11_26_0013_flows", Flows.up],
-  ["2026_11_26_0014_summaries", Summaries.up],
-  ["2026_11_26_0015_team_chat", TeamChat.up],
-  ["2026_11_26_0016_trace_context", TraceContext.up],
-  ["2026_11_26_0017_retention_indexes", RetentionIndexes.up],
-  ["2026_11_26_0018_inbound_trace_context", InboundTraceContext.up]
-] as const
+// The migrations a database had run before 0007, 0010 and 0019 landed.
+const UP_TO_0006 = migrationsThrough("2026_11_24_0006_webhook_fanout_leases")
+const UP_TO_0009 = migrationsThrough("2026_11_26_0009_templates_and_sending_limits")
+const UP_TO_0018 = migrationsThrough("2026_11_26_0018_inbound_trace_context")
 
 /** Stores a new tenant (and its owner and billing account) directly, as the schema of any version holds it. */
 const insertTenant = async (db: Kysely<Database>): Promise<string> => {
