@@ -21,6 +21,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // The package and the example hosts, built once: host tests start them as plain JavaScript.
+    globalSetup: ["test/support/GlobalSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Two cores here; PGlite instances take about 1 GB each.

@@ -1,11 +1,24 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { promisify } from "node:util"
+import { runAdmin } from "../../examples/server/AdminCli.ts"
+import { BUILT_SCRIPTS, HOST_BUILD_VARIABLE } from "./HostBuild.ts"
+import { ROOT } from "./Root.ts"
+
+export { ROOT }
 
 const run = promisify(execFile)
 
-/** The project root, where the host's scripts run from. */
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+/**
+ * How to run `script` as a process on the Node that runs the tests: its built file when the global
+ * setup built the hosts (plain JavaScript on the built package), else the source through tsx (as
+ * `npm start` does; benchmarks and a single file run without the setup take this way).
+ */
+const nodeArguments = (script: string): Array<string> => {
+  const built = process.env[HOST_BUILD_VARIABLE]
+  const file = BUILT_SCRIPTS[script]
+  return built !== undefined && built !== "" && file !== undefined ? [join(built, file)] : ["--import", "tsx", script]
+}
 
 /** A reference host running as a child process. */
 export interface HostProcess {
@@ -20,15 +33,15 @@ export interface HostProcess {
 }
 
 /**
- * Starts `examples/server/main.ts` (or another host `script`) the way `npm start` does (tsx, on
- * the Node that runs the tests), with `env` added, and resolves once it prints `listening on`.
+ * Starts `examples/server/main.ts` (or another host `script`) as its own process (built, or through
+ * tsx: see `nodeArguments`), with `env` added, and resolves once it prints `listening on`.
  */
 export const startHost = (
   env: Readonly<Record<string, string>>,
   script = "examples/server/main.ts"
 ): Promise<HostProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script], {
+    const child = spawn(process.execPath, nodeArguments(script), {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -67,25 +80,45 @@ export const startHost = (
     })
   })
 
-/** Runs the operator CLI (`npm run admin`'s script) and parses the one JSON object it prints. */
+/**
+ * Runs an operator CLI command in this process (the CLI's own code, `runAdmin`, with `env` over this
+ * process's environment) and parses the one JSON object it prints; fails with its stderr when it
+ * exits non-zero. Tests of the CLI as a process use `adminFailing` or `adminProcess`.
+ */
 export const admin = async (
   env: Readonly<Record<string, string>>,
   ...args: ReadonlyArray<string>
 ): Promise<any> => {
-  const { stdout } = await run(process.execPath, ["--import", "tsx", "examples/server/admin.ts", ...args], {
+  // One command at a time, as separate processes would take turns on a SQLite file: better-sqlite3
+  // waits for a lock synchronously, so two commands' connections in one process would block the
+  // event loop the other needs to commit.
+  const turn = adminTurn.then(() => runAdmin(args, { ...process.env, ...env }))
+  adminTurn = turn.then(() => undefined, () => undefined)
+  const { code, stdout, stderr } = await turn
+  if (code !== 0) throw new Error(`admin ${args.join(" ")} exited with ${code}: ${stderr}`)
+  return JSON.parse(stdout)
+}
+let adminTurn: Promise<void> = Promise.resolve()
+
+/** Runs the operator CLI as its own process (`npm run admin`'s script) and parses the one JSON object it prints. */
+export const adminProcess = async (
+  env: Readonly<Record<string, string>>,
+  ...args: ReadonlyArray<string>
+): Promise<any> => {
+  const { stdout } = await run(process.execPath, [...nodeArguments("examples/server/admin.ts"), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env }
   })
   return JSON.parse(stdout)
 }
 
-/** Runs the operator CLI expecting failure; resolves with its exit code, stdout and stderr. */
+/** Runs the operator CLI as its own process expecting failure; resolves with its exit code, stdout and stderr. */
 export const adminFailing = async (
   env: Readonly<Record<string, string>>,
   ...args: ReadonlyArray<string>
 ): Promise<{ readonly code: number; readonly stdout: string; readonly stderr: string }> => {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "examples/server/admin.ts", ...args], {
+    const { stdout, stderr } = await run(process.execPath, [...nodeArguments("examples/server/admin.ts"), ...args], {
       cwd: ROOT,
       env: { ...process.env, ...env }
     })
