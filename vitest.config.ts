@@ -20,12 +20,50 @@ export default defineConfig({
     ]
   },
   test: {
-    include: ["test/**/*.test.ts"],
-    // The package and the example hosts, built once: host tests start them as plain JavaScript.
-    globalSetup: ["test/support/GlobalSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     // Two cores here; PGlite instances take about 1 GB each.
-    maxWorkers: 2
+    maxWorkers: 2,
+    // `npm test` runs every project; `npm run test:unit` only the first.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          // The library in this process: pure machines and property tests, the HTTP surface on an
+          // in-memory SQLite app, adapters against local servers and files.
+          include: [
+            "test/unit/**/*.test.ts",
+            "test/architecture/**/*.test.ts",
+            "test/attachments/**/*.test.ts",
+            "test/chatapp/**/*.test.ts",
+            "test/http/**/*.test.ts",
+            "test/mail/**/*.test.ts",
+            "test/outbound/**/*.test.ts",
+            "test/summarizer/**/*.test.ts",
+            "test/templates/**/*.test.ts",
+            "test/webhooks/**/*.test.ts"
+          ]
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "storage",
+          // The storage adapters' conformance on SQLite, PGlite and PostgreSQL (PG_URL), and migrations.
+          include: ["test/conformance/**/*.test.ts"]
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "host",
+          // The reference host and the example embedding as processes, the browser, the built package.
+          include: ["test/host/**/*.test.ts", "test/browser/**/*.test.ts", "test/package/**/*.test.ts"],
+          // The package and the example hosts, built once: host tests start them as plain JavaScript.
+          globalSetup: ["test/support/GlobalSetup.ts"]
+        }
+      }
+    ]
   }
 })
