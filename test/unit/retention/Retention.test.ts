@@ -1,7 +1,15 @@
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { layer, openSqlite } from "../../../adapters/kysely/KyselyStorage.ts"
 import { make } from "../../../src/app/Omnichannel.ts"
+import { InboundStore } from "../../../src/ports/InboundStore.ts"
+import { WebhookDeliveryStore } from "../../../src/ports/WebhookDeliveryStore.ts"
+import { WebhookEndpointStore } from "../../../src/ports/WebhookEndpointStore.ts"
 import { checkRetentionDays, cutoffOf, DAY_MS, isRetentionDays, MAX_RETENTION_DAYS } from "../../../src/retention/Retention.ts"
+import { deliveryRecord } from "../../conformance/DeliveryFixtures.ts"
+import { inboundPayloadRecord, seedTenant, webhookEndpointRecord } from "../../conformance/Fixtures.ts"
+import { testDatabases } from "../../support/Databases.ts"
+import { startTestApp } from "../../support/TestApp.ts"
 
 const millis = (iso: string) => Date.parse(iso)
 
@@ -22,14 +30,46 @@ describe("the retention cut-off", () => {
     expect(cutoffOf(millis("2027-01-15T08:00:00.000Z"), 30)).toBe("2026-12-16T08:00:00.000Z")
   })
 
-  it("lets a row go only once it is older than the kept days: finished exactly at the cut-off, it stays", () => {
-    const now = millis("2026-11-26T12:00:00.000Z")
-    const cutoff = cutoffOf(now, 30)
-    const finishedAt = (ms: number) => new Date(ms).toISOString()
-    // The prune deletes rows whose finish time is strictly before the cut-off (text order is time order).
-    expect(finishedAt(now - 30 * DAY_MS - 1) < cutoff).toBe(true)
-    expect(finishedAt(now - 30 * DAY_MS) < cutoff).toBe(false)
-    expect(finishedAt(now - 29 * DAY_MS) < cutoff).toBe(false)
+  it("lets a row go only once it is older than the kept days: finished exactly at the cut-off, it stays", async () => {
+    const test = await startTestApp(await testDatabases[0]!.open(), { retentionDays: 30 })
+    try {
+      const now = test.clock.nowMillis()
+      const { tenant } = await test.app.run(seedTenant)
+      const endpoint = webhookEndpointRecord(tenant.id)
+      await test.app.run(WebhookEndpointStore.use((s) => s.insert(endpoint)))
+      // One finished delivery and one processed inbound payload per instant around the cut-off.
+      const cutoff = now - 30 * DAY_MS
+      const rows = (["before", "at", "after"] as const).map((name, i) => {
+        const finishedAt = new Date(cutoff + i - 1).toISOString()
+        return {
+          name,
+          delivery: deliveryRecord(endpoint, { status: "success", attempt_number: 1, created_at: finishedAt, completed_at: finishedAt }),
+          payload: inboundPayloadRecord({ status: "processed", processed_at: finishedAt })
+        }
+      })
+      await test.app.run(WebhookDeliveryStore.use((s) => s.insertMany(rows.map((r) => r.delivery))))
+      await test.app.run(InboundStore.use((s) => Effect.forEach(rows, (r) => s.insert(r.payload), { discard: true })))
+      /** The names of the instants whose delivery, and whose payload, are still stored. */
+      const kept = async () => {
+        const deliveries = new Set((await test.database.db.selectFrom("webhook_deliveries").select("id").execute()).map((r) => r.id))
+        const payloads = new Set((await test.database.db.selectFrom("inbound_payloads").select("id").execute()).map((r) => r.id))
+        return {
+          deliveries: rows.filter((r) => deliveries.has(r.delivery.id)).map((r) => r.name),
+          payloads: rows.filter((r) => payloads.has(r.payload.id)).map((r) => r.name)
+        }
+      }
+      expect(await kept()).toEqual({ deliveries: ["before", "at", "after"], payloads: ["before", "at", "after"] })
+
+      await test.app.drainDueWork()
+      expect(await kept()).toEqual({ deliveries: ["at", "after"], payloads: ["at", "after"] })
+
+      // One millisecond later the row finished at the old cut-off is older than the kept days.
+      test.clock.advance(1)
+      await test.app.drainDueWork()
+      expect(await kept()).toEqual({ deliveries: ["after"], payloads: ["after"] })
+    } finally {
+      await test.close()
+    }
   })
 
   it("stays a four-digit year at the longest retention", () => {
