@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { parseChatappPayload } from "../../../src/inbound/ChatappWebhook.ts"
+import { MAX_PAYLOAD_DEPTH, parseChatappPayload } from "../../../src/inbound/ChatappWebhook.ts"
 import { chatappContentOf } from "../../../src/messages/ChatappContent.ts"
 
 const bytes = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
@@ -73,13 +73,42 @@ describe("reading operator payloads", () => {
   })
 
   it("never fails: garbage becomes notes", async () => {
-    for (const body of ["not json", "[]", "null", { object: "page" }, { object: "whatsapp_business_account", entry: [{ changes: [{ value: {} }] }] }, { object: "whatsapp_business_account", entry: [{ id: "1", changes: [change("p", { messages: [{ type: "text" }], statuses: [{ id: "w", status: "exploded" }] })] }] }]) {
-      const parsed = await parse(body)
-      expect(parsed.events.filter((e) => e.kind !== "field")).toEqual([])
-      expect(parsed.notes.length).toBeGreaterThan(0)
+    const account = "whatsapp_business_account"
+    let deep: unknown = "bottom"
+    for (let level = 0; level < MAX_PAYLOAD_DEPTH; level++) deep = { deeper: deep }
+    const garbage: ReadonlyArray<readonly [body: unknown, notes: ReadonlyArray<string>]> = [
+      ["not json", ["body is not JSON text"]],
+      ["[]", ["body is not a JSON object"]],
+      ["null", ["body is not a JSON object"]],
+      [{ object: account, entry: [{ id: "1", changes: [] }], deep }, [`body nests deeper than ${MAX_PAYLOAD_DEPTH} levels`]],
+      [{ object: "page" }, [`object "page" is not a chat-app business account payload`, "no entries"]],
+      [{ entry: [] }, ["object null is not a chat-app business account payload", "no entries"]],
+      [{ object: account, entry: [{ changes: [{ value: {} }] }] }, ["entry 0 change 0: no field, or not a field name"]],
+      [
+        { object: account, entry: [{ id: "1", changes: [{ field: "messages", value: { messages: [{ id: "wamid.1", from: "34600000001", type: "text" }] } }] }] },
+        ["entry 0 change 0: messages without a readable metadata.phone_number_id"]
+      ],
+      [
+        { object: account, entry: [{ id: "1", changes: [change("p", { messages: [{ type: "text" }], statuses: [{ id: "w", status: "exploded" }] })] }] },
+        [
+          "entry 0 change 0 message 0: id, sender number or type missing or unreadable",
+          `entry 0 change 0 status 0: id missing or unreadable, or status "exploded" unknown`
+        ]
+      ],
+      [
+        { object: account, entry: [{ id: "1", changes: [change("p", { messages: [{ id: "wamid.2", from: "12", type: "text" }] })] }] },
+        ["entry 0 change 0 message 0: id, sender number or type missing or unreadable"]
+      ],
+      [
+        { object: account, entry: [{ id: "1", changes: [change("p", { errors: [{ code: 131000, title: "Something went wrong" }] })] }] },
+        ["entry 0 change 0: operator error 131000 Something went wrong"]
+      ]
+    ]
+    for (const [body, notes] of garbage) {
+      expect(await parse(body), `the notes of ${JSON.stringify(body).slice(0, 200)}`).toEqual({ events: [], notes })
     }
     const invalidUtf8 = await Effect.runPromise(parseChatappPayload(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])))
-    expect(invalidUtf8.notes).toEqual(["body is not JSON text"])
+    expect(invalidUtf8).toEqual({ events: [], notes: ["body is not JSON text"] })
   })
 })
 
