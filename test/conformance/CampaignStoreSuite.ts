@@ -660,7 +660,8 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
 
       it("matches the channel id exactly: not by case, nor by a LIKE wildcard, nor as part of another id", async () => {
         const { tenant } = await h().run(seedTenant)
-        const base = `chan_${newId().slice(0, 8)}`
+        // Letters in both cases of it tell an exact match from a case-blind one (the tenant is new: no other campaign has it).
+        const base = "chan_a1b2c3d4"
         const completed = (channel_ids: ReadonlyArray<string>) => campaignRecord(tenant.id, { status: "completed", channel_ids })
         await h().run(insertCampaigns([
           completed([base.toUpperCase()]),
@@ -674,6 +675,7 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
 
         expect(await through(base)).toBe(1)
         expect(await through(`%${base}`)).toBe(1)
+        expect(await through(base.toUpperCase())).toBe(1)
         expect(await through(base.replace("chan", "CHAN"))).toBe(0)
         expect(await through(`${base}%`)).toBe(0)
       })
