@@ -97,6 +97,21 @@ const pumpForever = (res: ServerResponse, chunk: Buffer, state: { written: numbe
 
 const waitFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * Resolves once `bytes` have come in over another loopback connection, read as fast as they come:
+ * I/O this process's event loop did, in which a connection that is not paused would have been read too.
+ */
+const elsewhere = async (bytes: number) => {
+  const source = await server((_req, res) => pumpForever(res, Buffer.alloc(64 * 1024, 120), { written: 0, closed: false }))
+  const reader = (await fetch(source.origin)).body!.getReader()
+  for (let read = 0; read < bytes;) {
+    const next = await reader.read()
+    if (next.done) throw new Error(`the other connection ended after ${read} bytes`)
+    read += next.value.byteLength
+  }
+  await reader.cancel()
+}
+
 describe("the guarded outbound client's stream", () => {
   it("answers at the head and streams the body byte-exact", async () => {
     const payload = randomBytes(3 * 1024 * 1024 + 17)
@@ -297,9 +312,10 @@ describe("the guarded outbound client's stream", () => {
     const state = { written: 0, closed: false }
     const receiver = await server((_req, res) => pumpForever(res, Buffer.alloc(64 * 1024, 122), state))
     const streamed = await open(client(), get(`${receiver.origin}/`, { maxResponseBytes: 1024 * 1024 * 1024, timeoutMs: 10_000 }))
-    await waitFor(300)
+    // Not a time but work: while the loop carries 16 MiB over another connection, this one fills up.
+    await elsewhere(16 * 1024 * 1024)
     const stalled = state.written
-    await waitFor(200)
+    await elsewhere(16 * 1024 * 1024)
     // The server is stuck on a full connection: it wrote no more and far less than it would.
     expect(state.written).toBe(stalled)
     expect(stalled).toBeLessThan(16 * 1024 * 1024)
