@@ -5,10 +5,13 @@ import { join } from "node:path"
 import { build } from "tsup"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ROOT } from "../support/Host.ts"
+import { seededRandom } from "../support/Random.ts"
 
 // A process that ends while a worker thread loads better-sqlite3's native addon aborts (SIGABRT, exit
 // 134): the thread's start-up must be over before the process ends. These run short processes by the
 // hundred while a busy child keeps one core spinning, so threads start late and exits land anywhere.
+
+const random = seededRandom()
 
 const CLI_RUNS = 200
 const OPEN_CLOSE_PROCESSES = 40
@@ -45,17 +48,18 @@ const runAll = async <A>(count: number, limit: number, task: (index: number) => 
 // One process spinning keeps a core busy.
 const spin = (): ChildProcess => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" })
 
-// The entry the open-and-close processes run: open a file database, write to it, close it, a number of
-// times with a random pause before each close, then exit at once. Pauses of a few milliseconds leave,
-// where closing does not wait for the thread, several threads at some point of their start-up at the exit.
+// The entry the open-and-close processes run: for each pause given, open a file database, write to
+// it, wait that pause, close it; then exit at once. Random pauses of a few milliseconds (drawn by the
+// test, seeded) leave, where closing does not wait for the thread, several threads at some point of
+// their start-up at the exit.
 const OPEN_CLOSE_SOURCE = `
 import { join } from "node:path"
 import { openSqlite } from ${JSON.stringify(join(ROOT, "adapters/kysely/KyselyStorage.ts"))}
-const [dir, opens, pauseMs] = process.argv.slice(2)
-for (let i = 0; i < Number(opens); i++) {
+const [dir, ...pausesMs] = process.argv.slice(2)
+for (const [i, pauseMs] of pausesMs.entries()) {
   const db = openSqlite(join(dir, i + ".sqlite"))
   await db.schema.createTable("t").addColumn("n", "integer").execute()
-  await new Promise((resolve) => setTimeout(resolve, Math.random() * Number(pauseMs)))
+  await new Promise((resolve) => setTimeout(resolve, Number(pauseMs)))
   await db.destroy()
 }
 process.exit(0)
@@ -110,12 +114,14 @@ describe("short-lived processes", () => {
   }, 240_000)
 
   it(`opens and closes file databases in ${OPEN_CLOSE_PROCESSES} processes that exit right after, none aborting or leaving a log`, async () => {
+    // Each process's pauses, below 5, 10, 15 or 20 ms in turn.
+    const pauses = Array.from({ length: OPEN_CLOSE_PROCESSES }, (_, index) =>
+      Array.from({ length: OPENS_PER_PROCESS }, () => (random.next() * (5 + index % 4 * 5)).toFixed(3)))
     spinner = spin()
     const ended = await runAll(OPEN_CLOSE_PROCESSES, AT_ONCE, async (index) => {
       const dir = join(out, `open-close-${index}`)
       mkdirSync(dir)
-      const pauseMs = 5 + index % 4 * 5
-      const run = await runNode([join(out, "open-close.js"), dir, String(OPENS_PER_PROCESS), String(pauseMs)], env())
+      const run = await runNode([join(out, "open-close.js"), dir, ...pauses[index]!], env())
       // Every connection was closed before the exit: the last one to close removes the log and shared memory.
       const left = readdirSync(dir).filter((name) => !name.endsWith(".sqlite"))
       rmSync(dir, { recursive: true, force: true })

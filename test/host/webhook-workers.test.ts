@@ -6,10 +6,13 @@ import { type LocalServer, makeCertificate, startServer } from "../outbound/Loca
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { admin, type HostProcess, http, startHost } from "../support/Host.ts"
 import { eventually } from "../support/Poll.ts"
+import { seededRandom } from "../support/Random.ts"
 
 // Several real host processes on one PostgreSQL database, on the real clock, sharing the webhook
 // work (OMNI_WORKERS=2 each) toward one HTTPS receiver. Delivery is at-least-once: a host killed
 // with deliveries in flight leaves claims that the others take over once the lease (10 s) runs out.
+
+const random = seededRandom()
 
 const LEASE_SECONDS = 10
 const BURST = 600
@@ -98,7 +101,7 @@ describe.skipIf(PG_URL === undefined)("webhook deliveries shared by several host
       // A receiver with some latency, so that a batch is still in flight when a host dies.
       setTimeout(() => {
         if (!request.held && !res.destroyed) res.writeHead(204).end()
-      }, 20 + Math.random() * 130)
+      }, random.int(20, 150))
     }, certificate)
     const database = await createPostgresDatabase(PG_URL!)
     drop = database.drop

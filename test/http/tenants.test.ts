@@ -1,12 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { testDatabases } from "../support/Databases.ts"
+import { seededRandom } from "../support/Random.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
 const DAY_MS = 86_400_000
 const NOT_YOUR_ACCOUNT = { detail: "You are not an owner of that billing account" }
 
-// Slugs are unique across the whole service and one database serves a whole suite, so names carry a tag.
-const tag = () => Array.from({ length: 6 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join("")
+const random = seededRandom()
+const tagsGiven = new Set<string>()
+// Slugs are unique across the whole service and one database serves a whole suite, so names carry a
+// tag: six letters, never one given before in this run.
+const tag = (): string => {
+  const t = Array.from({ length: 6 }, () => String.fromCharCode(97 + random.int(0, 25))).join("")
+  if (tagsGiven.has(t)) return tag()
+  tagsGiven.add(t)
+  return t
+}
 
 describe.each(testDatabases)("POST /tenants on $name", (database) => {
   let test: TestApp
