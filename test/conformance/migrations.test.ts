@@ -3,7 +3,7 @@ import { type Migration, Migrator } from "kysely/migration"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it, vi } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { type Database, migrate, openPglite, openPostgres, openSqlite } from "../../adapters/kysely/KyselyStorage.ts"
 import { type Dialect, migrationsThrough } from "../../adapters/kysely/Migrations.ts"
 import type { ChannelRecord } from "../../src/ports/ChannelStore.ts"
@@ -122,78 +122,69 @@ const migrateThrough = async (
 }
 
 describe.each(testDatabases)("migrations on $name", ({ open }) => {
+  // These read the catalogue only: one migrated database serves them all.
+  let opened: Awaited<ReturnType<typeof open>>
+  beforeAll(async () => {
+    opened = await open()
+  })
+  afterAll(() => opened?.close())
+
   it("give open chat conversations a partial unique index and pending inbound payloads a partial index of their own", async () => {
-    const { db, dialect, close } = await open()
-    try {
-      expect(await indexDefinition(db, dialect, "conversations_open_unique"))
-        .toMatch(/unique index.*\(.*tenant_id.*channel_id.*contact_id.*\).*where.*status.*=.*'open'.*and.*kind.*=.*'chat'/i)
-      expect(await indexDefinition(db, dialect, "inbound_payloads_pending_idx"))
-        .toMatch(/\(.*next_attempt_at.*received_at.*\).*where.*status.*=.*'pending'/i)
-    } finally {
-      await close()
-    }
+    const { db, dialect } = opened
+    expect(await indexDefinition(db, dialect, "conversations_open_unique"))
+      .toMatch(/unique index.*\(.*tenant_id.*channel_id.*contact_id.*\).*where.*status.*=.*'open'.*and.*kind.*=.*'chat'/i)
+    expect(await indexDefinition(db, dialect, "inbound_payloads_pending_idx"))
+      .toMatch(/\(.*next_attempt_at.*received_at.*\).*where.*status.*=.*'pending'/i)
   })
 
   it("give lists unique slugs and one default among live lists, and subscriptions indexes by contact and for paging a list", async () => {
-    const { db, dialect, close } = await open()
-    try {
-      expect(await indexDefinition(db, dialect, "lists_tenant_slug_unique"))
-        .toMatch(/unique index.*\(.*tenant_id.*slug.*\).*where.*deleted_at.*is null/i)
-      expect(await indexDefinition(db, dialect, "lists_tenant_default_unique"))
-        .toMatch(/unique index.*\("?tenant_id"?\).*where.*is_default.*=.*1.*and.*deleted_at.*is null/i)
-      expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_contact_idx"))
-        .toMatch(/\(.*tenant_id.*contact_id.*\)/i)
-      expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_list_status_idx"))
-        .toMatch(/\(.*tenant_id.*list_id.*status.*contact_id.*\)/i)
-    } finally {
-      await close()
-    }
+    const { db, dialect } = opened
+    expect(await indexDefinition(db, dialect, "lists_tenant_slug_unique"))
+      .toMatch(/unique index.*\(.*tenant_id.*slug.*\).*where.*deleted_at.*is null/i)
+    expect(await indexDefinition(db, dialect, "lists_tenant_default_unique"))
+      .toMatch(/unique index.*\("?tenant_id"?\).*where.*is_default.*=.*1.*and.*deleted_at.*is null/i)
+    expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_contact_idx"))
+      .toMatch(/\(.*tenant_id.*contact_id.*\)/i)
+    expect(await indexDefinition(db, dialect, "list_subscriptions_tenant_list_status_idx"))
+      .toMatch(/\(.*tenant_id.*list_id.*status.*contact_id.*\)/i)
   })
 
   it("give campaigns a partial index of those with a next run and one for listing, and recipients indexes for paging, duplicates, status reports and channel history", async () => {
-    const { db, dialect, close } = await open()
-    try {
-      expect(await indexDefinition(db, dialect, "campaigns_next_run_idx"))
-        .toMatch(/\("?next_run_at"?\).*where.*next_run_at.*is not null/i)
-      expect(await indexDefinition(db, dialect, "campaigns_tenant_created_idx"))
-        .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
-      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_state_idx"))
-        .toMatch(/\(.*tenant_id.*campaign_id.*state.*planned_at.*seq.*\)/i)
-      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_contact_idx"))
-        .toMatch(/\(.*tenant_id.*campaign_id.*contact_id.*\)/i)
-      expect(await indexDefinition(db, dialect, "campaign_recipients_channel_external_idx"))
-        .toMatch(/\(.*channel_id.*external_id.*\)/i)
-      expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_channel_handed_idx"))
-        .toMatch(/\(.*tenant_id.*channel_id.*handed_at.*\)/i)
-    } finally {
-      await close()
-    }
+    const { db, dialect } = opened
+    expect(await indexDefinition(db, dialect, "campaigns_next_run_idx"))
+      .toMatch(/\("?next_run_at"?\).*where.*next_run_at.*is not null/i)
+    expect(await indexDefinition(db, dialect, "campaigns_tenant_created_idx"))
+      .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
+    expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_state_idx"))
+      .toMatch(/\(.*tenant_id.*campaign_id.*state.*planned_at.*seq.*\)/i)
+    expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_contact_idx"))
+      .toMatch(/\(.*tenant_id.*campaign_id.*contact_id.*\)/i)
+    expect(await indexDefinition(db, dialect, "campaign_recipients_channel_external_idx"))
+      .toMatch(/\(.*channel_id.*external_id.*\)/i)
+    expect(await indexDefinition(db, dialect, "campaign_recipients_tenant_channel_handed_idx"))
+      .toMatch(/\(.*tenant_id.*channel_id.*handed_at.*\)/i)
   })
 
   it("give flows indexes for listing definitions and finding them by platform flow id, unique version numbers and token hashes, sessions indexes for listing with filters, and unique custom field keys and tag names", async () => {
-    const { db, dialect, close } = await open()
-    try {
-      expect(await indexDefinition(db, dialect, "flow_definitions_tenant_created_idx"))
-        .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
-      expect(await indexDefinition(db, dialect, "flow_definitions_meta_flow_idx"))
-        .toMatch(/\("?meta_flow_id"?\)/i)
-      expect(await indexDefinition(db, dialect, "flow_versions_definition_number_unique"))
-        .toMatch(/unique index.*\(.*definition_id.*number.*\)/i)
-      expect(await indexDefinition(db, dialect, "flow_sessions_token_unique"))
-        .toMatch(/unique index.*\("?flow_token_hash"?\)/i)
-      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_created_idx"))
-        .toMatch(/\(.*tenant_id.*definition_id.*created_at.*id.*\)/i)
-      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_status_idx"))
-        .toMatch(/\(.*tenant_id.*definition_id.*status.*created_at.*id.*\)/i)
-      expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_contact_idx"))
-        .toMatch(/\(.*tenant_id.*definition_id.*contact_id.*created_at.*id.*\)/i)
-      expect(await indexDefinition(db, dialect, "custom_fields_tenant_key_unique"))
-        .toMatch(/unique index.*\(.*tenant_id.*key.*\)/i)
-      expect(await indexDefinition(db, dialect, "tags_tenant_name_unique"))
-        .toMatch(/unique index.*\(.*tenant_id.*name.*\)/i)
-    } finally {
-      await close()
-    }
+    const { db, dialect } = opened
+    expect(await indexDefinition(db, dialect, "flow_definitions_tenant_created_idx"))
+      .toMatch(/\(.*tenant_id.*created_at.*id.*\)/i)
+    expect(await indexDefinition(db, dialect, "flow_definitions_meta_flow_idx"))
+      .toMatch(/\("?meta_flow_id"?\)/i)
+    expect(await indexDefinition(db, dialect, "flow_versions_definition_number_unique"))
+      .toMatch(/unique index.*\(.*definition_id.*number.*\)/i)
+    expect(await indexDefinition(db, dialect, "flow_sessions_token_unique"))
+      .toMatch(/unique index.*\("?flow_token_hash"?\)/i)
+    expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_created_idx"))
+      .toMatch(/\(.*tenant_id.*definition_id.*created_at.*id.*\)/i)
+    expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_status_idx"))
+      .toMatch(/\(.*tenant_id.*definition_id.*status.*created_at.*id.*\)/i)
+    expect(await indexDefinition(db, dialect, "flow_sessions_tenant_definition_contact_idx"))
+      .toMatch(/\(.*tenant_id.*definition_id.*contact_id.*created_at.*id.*\)/i)
+    expect(await indexDefinition(db, dialect, "custom_fields_tenant_key_unique"))
+      .toMatch(/unique index.*\(.*tenant_id.*key.*\)/i)
+    expect(await indexDefinition(db, dialect, "tags_tenant_name_unique"))
+      .toMatch(/unique index.*\(.*tenant_id.*name.*\)/i)
   })
 })
 

@@ -19,7 +19,7 @@ const MB = 1024 * 1024
 const PIECE = 64 * 1024
 const FILLER = Buffer.alloc(PIECE, 0x61)
 /** The request timeout the host runs with here, in seconds. */
-const REQUEST_TIMEOUT_S = 10
+const REQUEST_TIMEOUT_S = 5
 /** The connection cap the host runs with here. */
 const MAX_CONNECTIONS = 510
 /** Sockets held open by slow senders in the slow-client probe. */
