@@ -3,6 +3,8 @@
 // (a topic, a use case, a category, buttons) in several numbered variants, each variant in several of
 // eight languages, with the placeholders, example values and button destinations the operator ships.
 
+import { mulberry32 } from "./Mulberry32.ts"
+
 const LANGUAGES = ["en_US", "es_ES", "pt_BR", "de_DE", "fr_FR", "it_IT", "id_ID", "hi_IN"] as const
 type Language = typeof LANGUAGES[number]
 
@@ -216,18 +218,6 @@ const FOOTERS: Record<Language, readonly [string, string]> = {
 const CALL_US = "+15555550100"
 const OTP_TYPES = ["COPY_CODE", "ONE_TAP", "ZERO_TAP"] as const
 
-/** mulberry32: a small deterministic generator, uniform on [0, 1). */
-const generator = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /**
  * `size` library entries as the operator returns them, the same ones for the same `seed`. Kinds come
  * round in turn, each new variant named `{kind}_{n}` and published in one to eight languages (a name is
@@ -236,7 +226,7 @@ const generator = (seed: number) => {
  * that are numeric strings in catalog order.
  */
 export const makeLibraryCatalog = (size: number, seed = 1): Array<Record<string, unknown>> => {
-  const random = generator(seed)
+  const random = mulberry32(seed)
   const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)]!
   const variants = new Map<string, number>()
   const entries: Array<Record<string, unknown>> = []

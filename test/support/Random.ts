@@ -1,16 +1,5 @@
 import { beforeEach } from "vitest"
-
-/** mulberry32: a small deterministic generator, uniform on [0, 1); the same seed gives the same numbers. */
-const mulberry32 = (seed: number): () => number => {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { mulberry32 } from "./Mulberry32.ts"
 
 /** A test file's random numbers, and the seed that gives them again. */
 export interface SeededRandom {
