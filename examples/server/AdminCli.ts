@@ -41,6 +41,35 @@ const parse = (argv: ReadonlyArray<string>): { readonly words: Array<string>; re
 
 class UsageError extends Error {}
 
+/**
+ * The flags each command takes. `channel create` is not listed: its flags past `--tenant` and
+ * `--type` are the inputs of the type's provider, checked by the provider.
+ */
+const COMMAND_FLAGS: Readonly<Record<string, ReadonlyArray<string>>> = {
+  "bootstrap": ["email", "tenant-name"],
+  "api-key create": ["tenant", "scopes", "expires-in-seconds", "parent", "name", "user"],
+  "api-key revoke": ["id"],
+  "user create": ["email"],
+  "billing-account create": ["user", "name"],
+  "tenant set-sms": ["tenant", "enabled"],
+  "tenant set-ai": ["tenant", "enabled"],
+  "email-integration create": ["tenant", "address", "display-name"],
+  "credits grant": ["tenant", "amount"],
+  "credits show": ["tenant"]
+}
+
+/** Refuses a flag the command does not take, naming it (a mistyped `--tennant` is not "--tenant is required"). */
+const checkFlags = (command: string, flags: Flags): void => {
+  const known = COMMAND_FLAGS[command]
+  if (known === undefined) return
+  const unknown = Object.keys(flags).filter((name) => !known.includes(name))
+  if (unknown.length === 0) return
+  const takes = known.length === 0 ? "no flags" : known.map((name) => `--${name}`).join(", ")
+  throw new UsageError(
+    `unknown flag${unknown.length === 1 ? "" : "s"} ${unknown.map((name) => `--${name}`).join(", ")} for ${command} (it takes ${takes})`
+  )
+}
+
 const text = (flags: Flags, name: string): string | undefined => {
   const value = flags[name]
   if (value === true) throw new UsageError(`--${name} needs a value`)
@@ -132,7 +161,9 @@ export interface AdminRun {
 
 const execute = async (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<AdminRun> => {
   const { words, flags } = parse(argv)
-  if (flags.help === true || words[0] === "help") return { code: 0, stdout: "", stderr: `${USAGE}\n` }
+  // Asked for, the usage is the answer: stdout, exit 0.
+  if (flags.help === true || words[0] === "help") return { code: 0, stdout: `${USAGE}\n`, stderr: "" }
+  checkFlags(words.join(" "), flags)
   const config = readConfig(env)
   // Only connecting a channel talks to the operator (its credentials are checked, through the guarded
   // client); the other commands set none of that up.

@@ -68,6 +68,20 @@ describe.each(hostBackends)("the reference host on $name", (backend) => {
     expect(failed.stderr).toContain("Tenant missing not found")
   })
 
+  it("prints the CLI's usage on stdout when asked, and names a flag a command does not take", async () => {
+    const help = await adminFailing(env, "--help")
+    expect(help).toMatchObject({ code: 0, stderr: "" })
+    expect(help.stdout).toMatch(/^usage: npm run --silent admin -- <command>/)
+    expect(help.stdout).toContain("api-key create --tenant ID --scopes a,b,c")
+    const mistyped = await adminFailing(env, "api-key", "create", "--tennant", "t", "--scopes", "contacts:read")
+    expect(mistyped.code).toBe(2)
+    expect(mistyped.stdout).toBe("")
+    expect(mistyped.stderr).toMatch(/^admin: unknown flag --tennant for api-key create \(it takes --tenant, --scopes, /)
+    expect(mistyped.stderr).not.toContain("is required")
+    const two = await adminFailing(env, "credits", "show", "--tenant", "t", "--amount", "5", "--verbose")
+    expect(two.stderr).toContain("unknown flags --amount, --verbose for credits show (it takes --tenant)")
+  })
+
   it("refuses revoked keys, and expired ones once the test clock passes their expiry", async () => {
     const boot = await admin(env, "bootstrap")
     const key = await admin(env, "api-key", "create", "--tenant", boot.tenant_id, "--scopes", "contacts:read",
