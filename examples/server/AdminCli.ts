@@ -64,10 +64,8 @@ const checkFlags = (command: string, flags: Flags): void => {
   if (known === undefined) return
   const unknown = Object.keys(flags).filter((name) => !known.includes(name))
   if (unknown.length === 0) return
-  const takes = known.length === 0 ? "no flags" : known.map((name) => `--${name}`).join(", ")
-  throw new UsageError(
-    `unknown flag${unknown.length === 1 ? "" : "s"} ${unknown.map((name) => `--${name}`).join(", ")} for ${command} (it takes ${takes})`
-  )
+  const named = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`).join(", ")
+  throw new UsageError(`unknown flag${unknown.length === 1 ? "" : "s"} ${named(unknown)} for ${command} (it takes ${named(known)})`)
 }
 
 const text = (flags: Flags, name: string): string | undefined => {
@@ -163,11 +161,12 @@ const execute = async (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Pro
   const { words, flags } = parse(argv)
   // Asked for, the usage is the answer: stdout, exit 0.
   if (flags.help === true || words[0] === "help") return { code: 0, stdout: `${USAGE}\n`, stderr: "" }
-  checkFlags(words.join(" "), flags)
+  const name = words.join(" ")
+  checkFlags(name, flags)
   const config = readConfig(env)
   // Only connecting a channel talks to the operator (its credentials are checked, through the guarded
   // client); the other commands set none of that up.
-  const outbound = words.join(" ") === "channel create" ? makeGuardedHttp({ allow: config.outboundAllow }) : undefined
+  const outbound = name === "channel create" ? makeGuardedHttp({ allow: config.outboundAllow }) : undefined
   // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
   const app = await make({
     storage: storageFor(config.databaseUrl, { checkpoints: "inline" }),

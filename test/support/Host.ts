@@ -15,9 +15,15 @@ const run = promisify(execFile)
  * `npm start` does; benchmarks and a single file run without the setup take this way).
  */
 const nodeArguments = (script: string): Array<string> => {
-  const built = process.env[HOST_BUILD_VARIABLE]
+  const built = builtHosts()
   const file = BUILT_SCRIPTS[script]
-  return built !== undefined && built !== "" && file !== undefined ? [join(built, file)] : ["--import", "tsx", script]
+  return built !== undefined && file !== undefined ? [join(built, file)] : ["--import", "tsx", script]
+}
+
+/** Where the global setup built the hosts, when it did. */
+const builtHosts = (): string | undefined => {
+  const built = process.env[HOST_BUILD_VARIABLE]
+  return built === "" ? undefined : built
 }
 
 /**
@@ -26,10 +32,10 @@ const nodeArguments = (script: string): Array<string> => {
  * then `env`.
  */
 const processEnvironment = (env: Readonly<Record<string, string>>): Record<string, string | undefined> => {
-  const built = process.env[HOST_BUILD_VARIABLE]
+  const built = builtHosts()
   return {
     ...process.env,
-    ...(built !== undefined && built !== "" ? { NODE_COMPILE_CACHE: join(built, "compile-cache") } : {}),
+    ...(built === undefined ? {} : { NODE_COMPILE_CACHE: join(built, "compile-cache") }),
     ...env
   }
 }
