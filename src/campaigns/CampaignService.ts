@@ -6,10 +6,11 @@ import { ListService } from "../lists/ListService.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
-import type { ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
+import { type ChatappStatusHandler, type ChatappStatusInput, STATUS_MOVE_ROUNDS } from "../kernel/ChatappEvents.ts"
+import { groupBy } from "../kernel/Grouping.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
-import type { StorageError } from "../kernel/StorageError.ts"
+import { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
 import { type CampaignRecord, CampaignStore, type RecipientState } from "../ports/CampaignStore.ts"
 import { countingRecipientWrites } from "./RecipientMetrics.ts"
@@ -135,23 +136,47 @@ export class CampaignService extends Context.Service<CampaignService, {
 
       const save = (campaign: CampaignRecord) => Effect.as(store.update(campaign.tenant_id, campaign), toCampaign(campaign))
 
+      // Each known recipient moved by its statuses in order: one read and one compare-and-set write per
+      // channel, and for a recipient another writer moved meanwhile, a new read.
+      const handleStatuses = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
+        const at = fromMillis(yield* nowMs)
+        for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
+          const { tenant_id: tenantId, id: channelId } = group[0]!.channel
+          let unsettled = group
+          for (let round = 0; unsettled.length > 0; round++) {
+            if (round === STATUS_MOVE_ROUNDS) {
+              return yield* new StorageError({ reason: "Unavailable", message: "campaign recipients kept moving under other writers" })
+            }
+            const read = yield* store.findRecipientsByExternalIds(tenantId, channelId, [...new Set(unsettled.map(({ event }) => event.externalId))])
+            const moves = new Map(read.map((r) => [r.external_id!, { read: r, state: r.state, error: r.error, changed: false }]))
+            for (const { event } of unsettled) {
+              const move = moves.get(event.externalId)
+              if (move === undefined) continue
+              if (RANK[event.status] <= RANK[move.state] && event.status !== "failed") continue
+              if (move.state === "failed" || move.state === "skipped") continue
+              move.error = event.status === "failed" ? (event.error?.message ?? "failed") : move.error
+              move.state = event.status
+              move.changed = true
+            }
+            const changed = [...moves.values()].filter((move) => move.changed)
+            const moved = yield* store.moveRecipients(tenantId, changed.map(({ error, read, state }) => ({
+              campaign_id: read.campaign_id,
+              seq: read.seq,
+              expected: read.state,
+              state,
+              error,
+              updated_at: at
+            })))
+            const lost = new Set(changed.filter(({ read }) => !moved.has(`${read.campaign_id} ${read.seq}`)).map(({ read }) => read.external_id))
+            unsettled = unsettled.filter(({ event }) => lost.has(event.externalId))
+          }
+        }
+      })
+
       const statusHandler: ChatappStatusHandler = {
         name: "campaign recipients",
-        handle: ({ channel, event }) =>
-          Effect.gen(function*() {
-            const found = yield* store.findRecipientByExternalId(channel.tenant_id, channel.id, event.externalId)
-            if (Option.isNone(found)) return "continue" as const
-            const recipient = found.value
-            if (RANK[event.status] <= RANK[recipient.state] && event.status !== "failed") return "continue" as const
-            if (recipient.state === "failed" || recipient.state === "skipped") return "continue" as const
-            yield* store.updateRecipient({
-              ...recipient,
-              state: event.status,
-              error: event.status === "failed" ? (event.error?.message ?? "failed") : recipient.error,
-              updated_at: fromMillis(yield* nowMs)
-            })
-            return "continue" as const
-          })
+        handle: (input) => Effect.as(handleStatuses([input]), "continue" as const),
+        handleMany: handleStatuses
       }
 
       return CampaignService.of({

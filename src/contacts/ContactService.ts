@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Conflict, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { normalizeEmail } from "../kernel/Email.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
-import { newId } from "../kernel/Id.ts"
+import { newId, newIdNow } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -41,6 +41,16 @@ export class ContactService extends Context.Service<ContactService, {
    * (`contact.created`): how a sender of mail becomes a contact. Joins the caller's transaction, like
    * `findOrCreateByPhone`.
    */
+  /**
+   * The batch form of `findOrCreateByPhone`: the tenant's contact of every phone of `people`, new ones
+   * (`contact.created`) made for phones nobody holds, named by the first name given for the phone.
+   * Resolves to the contacts by phone. Joins the caller's transaction; a contact another writer made
+   * meanwhile is found, never doubled.
+   */
+  readonly findOrCreateByPhones: (
+    tenantId: string,
+    people: ReadonlyArray<{ readonly phone: string; readonly name: string | null }>
+  ) => Effect.Effect<ReadonlyMap<string, ContactRecord>, StorageError>
   readonly findOrCreateByEmail: (
     tenantId: string,
     email: string,
@@ -146,6 +156,32 @@ export class ContactService extends Context.Service<ContactService, {
         }),
         findOrCreateByPhone: Effect.fn("ContactService.findOrCreateByPhone")(function*(tenantId, phone, name) {
           return yield* findOrCreate(tenantId, "phone", phone, name)
+        }),
+        findOrCreateByPhones: Effect.fnUntraced(function*(tenantId, people) {
+          const at = yield* now
+          const candidates = new Map<string, ContactRecord>()
+          for (const { name, phone } of people) {
+            if (candidates.has(phone)) continue
+            candidates.set(phone, {
+              id: newIdNow(),
+              tenant_id: tenantId,
+              name: name?.trim().slice(0, 200) || null,
+              phone,
+              email: null,
+              language: null,
+              custom_fields: {},
+              created_at: at,
+              updated_at: null
+            })
+          }
+          const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
+          const created = found.filter((contact) => inserted.has(contact.id))
+          if (created.length > 0) {
+            yield* outbox.append(
+              yield* Effect.forEach(created, (contact) => makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } }))
+            )
+          }
+          return new Map(found.map((contact) => [contact.phone!, contact]))
         }),
         findOrCreateByEmail: Effect.fn("ContactService.findOrCreateByEmail")(function*(tenantId, email, name) {
           return yield* findOrCreate(tenantId, "email", normalizeEmail(email), name)

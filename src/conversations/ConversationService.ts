@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { NotFound } from "../kernel/ApiError.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
-import { newId } from "../kernel/Id.ts"
+import { newId, newIdNow } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -9,6 +9,9 @@ import { type ConversationFilter, type ConversationRecord, ConversationStore } f
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { toConversation } from "./Conversation.ts"
+
+/** The key of a channel and contact pair in `openForMany`'s answer. */
+export const openKey = (channelId: string, contactId: string): string => `${channelId} ${contactId}`
 
 const notFound = (id: string) => new NotFound({ message: `Conversation ${id} not found` })
 
@@ -34,6 +37,25 @@ export class ConversationService extends Context.Service<ConversationService, {
     readonly contactId: string
     readonly subject: string | null
   }) => Effect.Effect<ConversationRecord, StorageError>
+  /**
+   * The batch form of `openFor`: the open conversation of every channel and contact pair of
+   * `pairs`, new ones (`conversation.created`) opened where there is none. Resolves to them by
+   * `openKey(channelId, contactId)`. Joins the caller's transaction; one another writer opened
+   * meanwhile is found, never doubled.
+   */
+  readonly openForMany: (
+    tenantId: string,
+    pairs: ReadonlyArray<{ readonly channelId: string; readonly contactId: string }>
+  ) => Effect.Effect<ReadonlyMap<string, ConversationRecord>, StorageError>
+  /**
+   * Records messages in their conversations, many at once: each conversation's last activity, and
+   * for inbound ones the customer-service window, move forward to the latest message's time. Writes
+   * only those times, so a change another writer made meanwhile (a close, a newer message) stands.
+   */
+  readonly noteMessages: (
+    tenantId: string,
+    notes: ReadonlyArray<{ readonly conversationId: string; readonly at: string; readonly inbound: boolean }>
+  ) => Effect.Effect<void, StorageError>
   /** Records a message in the conversation at `at`: its last activity and, for inbound ones, the customer-service window. */
   readonly noteMessage: (
     conversation: ConversationRecord,
@@ -99,16 +121,52 @@ export class ConversationService extends Context.Service<ConversationService, {
           ])
           return conversation
         }),
+        openForMany: Effect.fnUntraced(function*(tenantId, pairs) {
+          const at = yield* now
+          const candidates = new Map<string, ConversationRecord>()
+          for (const { channelId, contactId } of pairs) {
+            const key = openKey(channelId, contactId)
+            if (candidates.has(key)) continue
+            candidates.set(key, {
+              id: newIdNow(),
+              tenant_id: tenantId,
+              channel_id: channelId,
+              contact_id: contactId,
+              status: "open",
+              kind: "chat",
+              subject: null,
+              created_at: at,
+              updated_at: null,
+              closed_at: null,
+              last_message_at: null,
+              last_inbound_at: null
+            })
+          }
+          const { conversations: found, inserted } = yield* conversations.openMany(tenantId, [...candidates.values()])
+          const created = found.filter((conversation) => inserted.has(conversation.id))
+          if (created.length > 0) {
+            yield* outbox.append(yield* Effect.forEach(created, (conversation) =>
+              makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })))
+          }
+          return new Map(found.map((conversation) => [openKey(conversation.channel_id, conversation.contact_id), conversation]))
+        }),
+        noteMessages: (tenantId, notes) =>
+          conversations.noteMessages(
+            tenantId,
+            notes.map(({ at, conversationId, inbound }) => ({ id: conversationId, at, inbound_at: inbound ? at : null }))
+          ),
+        // The times only: a close or a newer message another writer stored meanwhile stands.
         noteMessage: Effect.fn("ConversationService.noteMessage")(function*(conversation, message) {
           const later = (current: string | null) => (current === null || message.at > current ? message.at : current)
-          const updated: ConversationRecord = {
+          yield* conversations.noteMessages(conversation.tenant_id, [
+            { id: conversation.id, at: message.at, inbound_at: message.inbound ? message.at : null }
+          ])
+          return {
             ...conversation,
             last_message_at: later(conversation.last_message_at),
             last_inbound_at: message.inbound ? later(conversation.last_inbound_at) : conversation.last_inbound_at,
-            updated_at: message.at
+            updated_at: later(conversation.updated_at)
           }
-          yield* conversations.update(conversation.tenant_id, updated)
-          return updated
         }),
         get: Effect.fn("ConversationService.get")(function*(tenantId, id) {
           const found = yield* conversations.get(tenantId, id)

@@ -311,6 +311,8 @@ export const makeFlowAnswers = (deps: AnswerDeps): ChatappMessageHandler => {
 
   return {
     name: "flow answers",
+    // Only a flow's answer: every other message goes with its batch.
+    wants: (event) => readFlowReply(event.message) !== null,
     prepare: (input) =>
       Effect.gen(function*() {
         const reply = readFlowReply(input.event.message)

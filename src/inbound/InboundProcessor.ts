@@ -8,7 +8,9 @@ import {
   type ChatappFieldEvent,
   ChatappHandlers,
   type ChatappMessageEvent,
+  type ChatappMessageInput,
   type ChatappStatusEvent,
+  type ChatappStatusInput,
   type HandlerVerdict,
   type InboundChannel,
   type PreparedStep,
@@ -156,6 +158,16 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     const handleField = (event: ChatappFieldEvent) =>
       once(event.key, untilStop(fieldHandlers(event.field).map((handler) => handler.handle(event))))
 
+    // The channel of a number, looked up once per claim (a claim names the same number again and again).
+    const routeOf = Effect.fnUntraced(function*(phoneNumberId: string, routes: Map<string, Option.Option<InboundChannel>>) {
+      let channel = routes.get(phoneNumberId)
+      if (channel === undefined) {
+        channel = yield* channels.routeChatapp(phoneNumberId)
+        routes.set(phoneNumberId, channel)
+      }
+      return channel
+    })
+
     const handleEvent = Effect.fnUntraced(function*(
       event: ChatappEvent,
       attempt: number,
@@ -169,12 +181,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         }
         return yield* handleField(event)
       }
-      // One look per number and payload: a batch names the same number again and again.
-      let channel = routes.get(event.phoneNumberId)
-      if (channel === undefined) {
-        channel = yield* channels.routeChatapp(event.phoneNumberId)
-        routes.set(event.phoneNumberId, channel)
-      }
+      const channel = yield* routeOf(event.phoneNumberId, routes)
       if (Option.isNone(channel)) {
         notes.push(`phone_number_id ${event.phoneNumberId}: no active chat-app channel`)
         return
@@ -191,9 +198,24 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         ? { status: "failed", note: retry }
         : { status: "pending", note: retry, nextAttemptAt: fromMillis(nowMs + retryDelaySeconds(attempts) * 1000) }
 
+    // What became of one claimed payload's try so far: the first item not handled (what it is retried
+    // for), and notes on what it held.
+    interface Try {
+      readonly claim: InboundClaim
+      retry: string | null
+      readonly notes: Array<string>
+    }
+
+    const reasonOf = (cause: Cause.Cause<unknown>) => {
+      const error = Cause.findErrorOption(cause)
+      return Option.isSome(error) && (error.value instanceof RetryLater || error.value instanceof StorageError)
+        ? error.value.message
+        : `processing failed: ${Cause.pretty(cause).split("\n")[0]}`
+    }
+
     // A received email is one item: the mail area de-duplicates, threads and stores it.
-    const tryEmail = Effect.fnUntraced(function*(claim: InboundClaim) {
-      const { payload } = claim
+    const tryEmail = Effect.fnUntraced(function*(t: Try) {
+      const { payload } = t.claim
       const exit = yield* Effect.exit(email.received({
         payloadId: payload.id,
         integrationId: payload.route_key ?? "",
@@ -203,59 +225,143 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         once: (key, work) => once(key, work, "email"),
         wasHandled: (key) => store.wasHandled("email", key)
       }))
-      if (exit._tag === "Success") return { retry: null, notes: exit.value ?? "" }
+      if (exit._tag === "Success") {
+        if (exit.value) t.notes.push(exit.value)
+        return
+      }
       const error = Cause.findErrorOption(exit.cause)
       const reason = Option.isSome(error) ? error.value.message : `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
       yield* Effect.logWarning(`inbound email ${payload.id} not handled: ${reason}`)
-      return { retry: `email: ${reason}`, notes: "" }
+      t.retry = `email: ${reason}`
     })
 
-    // Every event of the payload; the first that was not handled is what the payload is retried for.
-    const tryOnce = Effect.fnUntraced(function*(claim: InboundClaim) {
-      const { payload } = claim
-      if (payload.source === "email") return yield* tryEmail(claim)
-      const notes: Array<string> = []
-      let retry: string | null = null
-      const parsed = yield* parseChatappPayload(payload.body)
-      notes.push(...parsed.notes)
+    // Statuses and messages the batch path takes: a message no handler but the recording ones wants,
+    // with no file to fetch, when every recording handler has a batch form; a status when every status
+    // handler has one. Anything else goes through the handlers one item at a time.
+    const statusesInBatches = handlers.statuses.every((handler) => handler.handleMany !== undefined)
+    const batchable = (event: ChatappMessageEvent | ChatappStatusEvent): boolean =>
+      event.kind === "status"
+        ? statusesInBatches
+        : !CHATAPP_MEDIA_TYPES.has(event.type) &&
+          handlers.messages.every((handler) =>
+            handler.records === true ? handler.recordMany !== undefined : handler.wants !== undefined && !handler.wants(event)
+          )
+
+    // An item of the batch path, with the try of the payload it came in.
+    interface Item {
+      readonly t: Try
+      readonly channel: InboundChannel
+      readonly event: ChatappMessageEvent | ChatappStatusEvent
+    }
+
+    // Stores a batch of items in one transaction: their keys in one statement (a key twice in the
+    // batch, or handled before, is skipped), then every recording handler's and status handler's
+    // batch form over what is left, in the items' order.
+    const storeBatch = (items: ReadonlyArray<Item>) =>
+      transactor.withTransaction(Effect.gen(function*() {
+        const keys = [...new Set(items.map(({ event }) => event.key))]
+        const fresh = new Set(yield* store.markHandledMany("chatapp", keys, yield* now))
+        // The first of a key's items only: `delete` answers true once.
+        const todo = items.filter(({ event }) => fresh.delete(event.key))
+        const messages: Array<ChatappMessageInput> = []
+        const statuses: Array<ChatappStatusInput> = []
+        for (const { channel, event, t } of todo) {
+          if (event.kind === "status") statuses.push({ channel, event })
+          else {
+            const attempt = t.claim.payload.attempts
+            messages.push({ channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts })
+          }
+        }
+        if (messages.length > 0) {
+          for (const handler of handlers.messages) if (handler.records === true) yield* handler.recordMany!(messages)
+        }
+        if (statuses.length > 0) for (const handler of handlers.statuses) yield* handler.handleMany!(statuses)
+      }))
+
+    // One item through its handlers on its own (its own transaction); what fails is its payload's retry.
+    const handleAlone = Effect.fnUntraced(function*(t: Try, event: ChatappEvent, routes: Map<string, Option.Option<InboundChannel>>) {
+      const exit = yield* Effect.exit(handleEvent(event, t.claim.payload.attempts, t.notes, routes))
+      if (exit._tag === "Success") return
+      const reason = reasonOf(exit.cause)
+      // The other items go on; the payload is taken again for the ones that failed (handled ones are skipped).
+      t.retry ??= `${event.kind} ${event.key}: ${reason}`
+      yield* Effect.logWarning(`inbound payload ${t.claim.payload.id}: ${event.kind} ${event.key} not handled: ${reason}`)
+    })
+
+    // The batch in one transaction; if it fails (a payload nobody foresaw, a bug), each item alone, so
+    // one that keeps failing holds none of the others back.
+    const flush = Effect.fnUntraced(function*(items: Array<Item>, routes: Map<string, Option.Option<InboundChannel>>) {
+      if (items.length === 0) return
+      const batch = items.splice(0)
+      const exit = yield* Effect.exit(withConflictRetry(storeBatch(batch)))
+      if (exit._tag === "Success") return
+      yield* Effect.logWarning(`inbound batch of ${batch.length} items not stored (${reasonOf(exit.cause)}): each item on its own`)
+      for (const { event, t } of batch) yield* handleAlone(t, event, routes)
+    })
+
+    // The chat-app payloads' items in order: runs of batchable ones stored together, any other item
+    // (a keyword, a flow's answer, a file, a field change) on its own between them.
+    const tryChatapp = Effect.fnUntraced(function*(tries: ReadonlyArray<Try>) {
+      // One look per number and claim: a claim names the same number again and again.
       const routes = new Map<string, Option.Option<InboundChannel>>()
-      for (const event of parsed.events) {
-        const exit = yield* Effect.exit(handleEvent(event, payload.attempts, notes, routes))
-        if (exit._tag === "Success") continue
-        const error = Cause.findErrorOption(exit.cause)
-        const reason = Option.isSome(error) && (error.value instanceof RetryLater || error.value instanceof StorageError)
-          ? error.value.message
-          : `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
-        // The other events go on; the payload is taken again for the ones that failed (handled ones are skipped).
-        retry ??= `${event.kind} ${event.key}: ${reason}`
-        yield* Effect.logWarning(`inbound payload ${payload.id}: ${event.kind} ${event.key} not handled: ${reason}`)
+      const pending: Array<Item> = []
+      for (const t of tries) {
+        const parsed = yield* parseChatappPayload(t.claim.payload.body)
+        t.notes.push(...parsed.notes)
+        for (const event of parsed.events) {
+          if (event.kind !== "field") {
+            const channel = yield* Effect.exit(routeOf(event.phoneNumberId, routes))
+            if (channel._tag === "Failure") {
+              t.retry ??= `${event.kind} ${event.key}: ${reasonOf(channel.cause)}`
+              continue
+            }
+            if (Option.isNone(channel.value)) {
+              t.notes.push(`phone_number_id ${event.phoneNumberId}: no active chat-app channel`)
+              continue
+            }
+            if (batchable(event)) {
+              pending.push({ t, channel: channel.value.value, event })
+              continue
+            }
+          }
+          yield* flush(pending, routes)
+          yield* handleAlone(t, event, routes)
+        }
       }
-      if (notes.length > 0 && retry === null) {
-        yield* Effect.logInfo(`inbound payload ${payload.id}: ${notes.join("; ")}`)
-      }
-      return { retry, notes: notes.join("; ") }
+      yield* flush(pending, routes)
     })
 
-    /**
-     * One payload, whatever it holds: what is not handled is retried later, and a defect (a bug, a
-     * body nobody foresaw) ends this payload's try, never the round or the payloads claimed with it.
-     */
-    const processOne = (claim: InboundClaim) =>
-      Effect.gen(function*() {
-        const exit = yield* Effect.exit(tryOnce(claim))
-        if (exit._tag === "Failure") {
-          yield* Effect.logError(`inbound payload ${claim.payload.id}: processing failed`, exit.cause)
-        }
-        const tried = exit._tag === "Success"
-          ? exit.value
-          : { retry: `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`, notes: "" }
-        const nowMs = yield* Clock.currentTimeMillis
-        const outcome = outcomeOf(claim.payload.attempts, nowMs, tried.retry, tried.notes)
-        // Counted once recorded: a try whose lease another worker took is that worker's to count.
-        if (yield* store.finish(claim.payload.id, claim.holder, cleanNote(outcome), fromMillis(nowMs))) {
-          yield* countInboundProcessed(claim.payload.source, outcome.status)
-        }
-      })
+    // Every claimed payload tried, then every try recorded in one statement.
+    const processClaims = Effect.fnUntraced(function*(claims: ReadonlyArray<InboundClaim>) {
+      const tries: Array<Try> = claims.map((claim) => ({ claim, retry: null, notes: [] }))
+      const chatapp = tries.filter((t) => t.claim.payload.source !== "email")
+      // A defect (a bug, a body nobody foresaw) ends the claim's processing, never the loop: each
+      // payload not finished is retried for it.
+      const exit = yield* Effect.exit(Effect.andThen(
+        Effect.forEach(tries.filter((t) => t.claim.payload.source === "email"), tryEmail, { discard: true }),
+        tryChatapp(chatapp)
+      ))
+      if (exit._tag === "Failure") {
+        yield* Effect.logError("inbound processing failed", exit.cause)
+        for (const t of tries) t.retry ??= `processing failed: ${Cause.pretty(exit.cause).split("\n")[0]}`
+      }
+      const nowMs = yield* Clock.currentTimeMillis
+      for (const t of tries) {
+        if (t.notes.length > 0 && t.retry === null) yield* Effect.logInfo(`inbound payload ${t.claim.payload.id}: ${t.notes.join("; ")}`)
+      }
+      const outcomes = tries.map((t) => ({
+        t,
+        outcome: cleanNote(outcomeOf(t.claim.payload.attempts, nowMs, t.retry, t.notes.join("; ")))
+      }))
+      const finished = yield* store.finishMany(
+        outcomes.map(({ outcome, t }) => ({ id: t.claim.payload.id, holder: t.claim.holder, outcome })),
+        fromMillis(nowMs)
+      )
+      // Counted once recorded: a try whose lease another worker took is that worker's to count.
+      for (const { outcome, t } of outcomes) {
+        if (finished.has(t.claim.payload.id)) yield* countInboundProcessed(t.claim.payload.source, outcome.status)
+      }
+    })
 
     const runDue: Effect.Effect<number, StorageError> = Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis
@@ -265,13 +371,18 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
         leaseUntil: fromMillis(nowMs + settings.leaseSeconds * 1000),
         holder: yield* newId
       })
-      for (const claim of claims) {
-        // A child of the span that stored the payload: one trace reads request → processing → events → deliveries.
-        yield* processOne(claim).pipe(inJobSpan("InboundProcessor.process", {
-          parent: parseTraceparent(claim.trace_context),
-          attributes: { "inbound.source": claim.payload.source, "inbound.payload_id": claim.payload.id }
-        }))
-      }
+      if (claims.length === 0) return 0
+      // One span per claim: a child of the span that stored its first payload (one trace reads request
+      // → processing → events → deliveries), linked to those of the others.
+      yield* processClaims(claims).pipe(inJobSpan("InboundProcessor.process", {
+        parent: parseTraceparent(claims[0]!.trace_context),
+        causes: claims.slice(1).map((claim) => parseTraceparent(claim.trace_context)),
+        attributes: {
+          "inbound.source": [...new Set(claims.map((claim) => claim.payload.source))].join(","),
+          "inbound.payloads": claims.length,
+          ...(claims.length === 1 ? { "inbound.payload_id": claims[0]!.payload.id } : {})
+        }
+      }))
       return claims.length
     }).pipe(Effect.withSpan("InboundProcessor.runDue"))
 

@@ -113,15 +113,41 @@ export interface ChatappMessageHandler {
   /** A handler that records messages (the conversation store) runs even after another consumed the message. */
   readonly records?: boolean
   readonly prepare: (input: ChatappMessageInput) => Effect.Effect<PreparedStep, RetryLater | StorageError>
+  /**
+   * Whether the handler may act on `event` (a keyword's text, a flow's answer). A handler that says
+   * no lets the message go with others through the recording handlers' `recordMany` in one
+   * transaction; one without `wants` sees every message on its own.
+   */
+  readonly wants?: (event: ChatappMessageEvent) => boolean
+  /**
+   * A recording handler's batch form, for messages no other handler wants and with no file to fetch:
+   * records them all, in order, inside the caller's transaction, as `prepare`'s `run` would one by one.
+   */
+  readonly recordMany?: (inputs: ReadonlyArray<ChatappMessageInput>) => Effect.Effect<void, StorageError>
 }
+
+/** A status and the channel it was routed to, as status handlers see it. */
+export interface ChatappStatusInput {
+  readonly channel: InboundChannel
+  readonly event: ChatappStatusEvent
+}
+
+/**
+ * How many times a status handler reads again what another writer moved under its compare-and-set
+ * writes before it gives up (`Unavailable`: the payload is tried again later).
+ */
+export const STATUS_MOVE_ROUNDS = 5
 
 /** An area's handler of message statuses. */
 export interface ChatappStatusHandler {
   readonly name: string
-  readonly handle: (input: {
-    readonly channel: InboundChannel
-    readonly event: ChatappStatusEvent
-  }) => Effect.Effect<HandlerVerdict, StorageError>
+  readonly handle: (input: ChatappStatusInput) => Effect.Effect<HandlerVerdict, StorageError>
+  /**
+   * The batch form of `handle` for a handler that never stops the chain: handles every status of
+   * `inputs`, in order, inside the caller's transaction. Statuses go one by one through `handle` when
+   * a handler has none.
+   */
+  readonly handleMany?: (inputs: ReadonlyArray<ChatappStatusInput>) => Effect.Effect<void, StorageError>
 }
 
 /** An area's handler of one field (`flows`, `user_preferences`, …); it routes the change itself (by `entryId` or `phoneNumberId`). */

@@ -84,6 +84,11 @@ export const makeKeywordHandlers = (deps: KeywordDeps) => {
 
   const messageHandler: ChatappMessageHandler = {
     name: "opt-in keywords",
+    // Only text that reads as a keyword: every other message goes with its batch.
+    wants: (event) => {
+      const text = keywordTextOf(event.message)
+      return text !== null && parseKeyword(text) !== null
+    },
     prepare: ({ channel, event }) =>
       Effect.sync(() => {
         let answer: { readonly contactId: string; readonly text: string } | null = null

@@ -1,20 +1,23 @@
 import { Effect, Option } from "effect"
 import type { AttachmentService, PreparedAttachment } from "../attachments/AttachmentService.ts"
 import type { ContactService } from "../contacts/ContactService.ts"
-import type { ConversationService } from "../conversations/ConversationService.ts"
+import { type ConversationService, openKey } from "../conversations/ConversationService.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import {
   type ChatappMessageHandler,
   type ChatappMessageInput,
   type ChatappStatusHandler,
-  RetryLater
+  type ChatappStatusInput,
+  RetryLater,
+  STATUS_MOVE_ROUNDS
 } from "../kernel/ChatappEvents.ts"
+import { groupBy } from "../kernel/Grouping.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
-import { newId } from "../kernel/Id.ts"
+import { newId, newIdNow } from "../kernel/Id.ts"
+import { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ChatPlatform } from "../ports/ChatPlatform.ts"
-import type { StorageError } from "../kernel/StorageError.ts"
 import type { MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
@@ -122,9 +125,58 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     return "continue" as const
   })
 
+  const phoneOf = (event: ChatappMessageInput["event"]) => `+${event.from.replace(/\D/g, "")}`
+
+  // Messages without files, many at once: contacts, conversations, messages, their times and events
+  // each in one statement per tenant.
+  const recordMany = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappMessageInput>) {
+    const at = yield* now
+    const events: Array<EventEnvelope> = []
+    for (const [tenantId, group] of groupBy(inputs, (input) => input.channel.tenant_id)) {
+      const people = yield* contacts.findOrCreateByPhones(
+        tenantId,
+        group.map(({ event }) => ({ phone: phoneOf(event), name: event.profileName }))
+      )
+      const contactOf = (input: ChatappMessageInput) => people.get(phoneOf(input.event))!
+      const open = yield* conversations.openForMany(
+        tenantId,
+        group.map((input) => ({ channelId: input.channel.id, contactId: contactOf(input).id }))
+      )
+      const records = group.map((input): MessageRecord => {
+        const contact = contactOf(input)
+        const content = chatappContentOf(input.event.message)
+        return {
+          id: newIdNow(),
+          tenant_id: tenantId,
+          conversation_id: open.get(openKey(input.channel.id, contact.id))!.id,
+          channel_id: input.channel.id,
+          contact_id: contact.id,
+          direction: "inbound",
+          message_type: content.messageType,
+          text: content.text,
+          content: { ...content.content, ...(input.event.sentAt === null ? {} : { sent_at: input.event.sentAt }) },
+          status: "received",
+          external_id: input.event.externalId,
+          error: null,
+          created_at: at,
+          updated_at: null,
+          sent_at: null,
+          delivered_at: null,
+          read_at: null,
+          failed_at: null
+        }
+      })
+      yield* messages.insertMany(records)
+      yield* conversations.noteMessages(tenantId, records.map((m) => ({ conversationId: m.conversation_id, at, inbound: true })))
+      for (const record of records) events.push(yield* messageEvent("message.received", toMessage(record, [])))
+    }
+    yield* outbox.append(events)
+  })
+
   const storeHandler: ChatappMessageHandler = {
     name: "conversation and message store",
     records: true,
+    recordMany,
     prepare: (input) =>
       Effect.gen(function*() {
         const content = chatappContentOf(input.event.message)
@@ -149,30 +201,61 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     return state
   })
 
+  // Keeps every status, then moves each known message by its statuses in order: one read and one
+  // compare-and-set write per channel, and for a message another writer moved meanwhile, a new read.
+  const handleStatuses = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
+    const at = yield* now
+    yield* messages.recordStatuses(inputs.map(({ channel, event }) => ({
+      tenant_id: channel.tenant_id,
+      channel_id: channel.id,
+      external_id: event.externalId,
+      status: event.status,
+      occurred_at: event.occurredAt ?? at,
+      error: event.error,
+      received_at: at
+    })))
+    for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
+      const { tenant_id: tenantId, id: channelId } = group[0]!.channel
+      let unsettled = group
+      for (let round = 0; unsettled.length > 0; round++) {
+        if (round === STATUS_MOVE_ROUNDS) {
+          return yield* new StorageError({ reason: "Unavailable", message: "message statuses kept moving under other writers" })
+        }
+        const read = yield* messages.findByExternalIds(tenantId, channelId, [...new Set(unsettled.map(({ event }) => event.externalId))])
+        const moves = new Map(read.map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
+        for (const { event } of unsettled) {
+          const move = moves.get(event.externalId)
+          if (move === undefined) continue
+          const next = applyStatus(move.state, { status: event.status, at: event.occurredAt ?? at, error: event.error })
+          if (next.changed) moves.set(event.externalId, { ...move, state: { ...move.state, ...next.state, updated_at: at }, changed: true })
+        }
+        const changed = [...moves.values()].filter((move) => move.changed)
+        const moved = yield* messages.moveStatuses(
+          tenantId,
+          changed.map(({ read, state }) => ({
+            id: read.id,
+            expected: { status: read.status, updated_at: read.updated_at },
+            to: {
+              status: state.status,
+              error: state.error,
+              sent_at: state.sent_at,
+              delivered_at: state.delivered_at,
+              read_at: state.read_at,
+              failed_at: state.failed_at,
+              updated_at: state.updated_at
+            }
+          }))
+        )
+        const lost = new Set(changed.filter(({ read }) => !moved.has(read.id)).map(({ read }) => read.external_id))
+        unsettled = unsettled.filter(({ event }) => lost.has(event.externalId))
+      }
+    }
+  })
+
   const statusHandler: ChatappStatusHandler = {
     name: "message status",
-    handle: ({ channel, event }) =>
-      Effect.gen(function*() {
-        const at = yield* now
-        yield* messages.recordStatus({
-          tenant_id: channel.tenant_id,
-          channel_id: channel.id,
-          external_id: event.externalId,
-          status: event.status,
-          occurred_at: event.occurredAt ?? at,
-          error: event.error,
-          received_at: at
-        })
-        const found = yield* messages.findByExternalId(channel.tenant_id, channel.id, event.externalId)
-        if (Option.isNone(found)) return "continue" as const
-        const moved = applyStatus(found.value, {
-          status: event.status,
-          at: event.occurredAt ?? at,
-          error: event.error
-        })
-        if (moved.changed) yield* messages.update(channel.tenant_id, { ...found.value, ...moved.state, updated_at: at })
-        return "continue" as const
-      })
+    handle: (input) => Effect.as(handleStatuses([input]), "continue" as const),
+    handleMany: handleStatuses
   }
 
   return { storeHandler, statusHandler, catchUp }

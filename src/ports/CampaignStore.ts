@@ -169,6 +169,28 @@ export class CampaignStore extends Context.Service<CampaignStore, {
     channelId: string,
     externalId: string
   ) => Effect.Effect<Option.Option<CampaignRecipientRecord>, StorageError>
+  /** The recipients the operator knows by `externalIds` on `channelId` (any order; unknown ids are left out). */
+  readonly findRecipientsByExternalIds: (
+    tenantId: string,
+    channelId: string,
+    externalIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<CampaignRecipientRecord>, StorageError>
+  /**
+   * Moves recipients of `tenantId` to `state` (with `error` and `updated_at`), each only if it is
+   * still in the state it was read in (`expected`), and resolves to the moved ones as
+   * `campaign_id seq`. Writes only those columns.
+   */
+  readonly moveRecipients: (
+    tenantId: string,
+    moves: ReadonlyArray<{
+      readonly campaign_id: string
+      readonly seq: number
+      readonly expected: RecipientState
+      readonly state: RecipientState
+      readonly error: string | null
+      readonly updated_at: string
+    }>
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
   readonly counts: (tenantId: string, campaignId: string) => Effect.Effect<RecipientCounts, StorageError>
   /** Recipients per channel and batch day, by state (for the statistics' batches). */
   readonly batchCounts: (

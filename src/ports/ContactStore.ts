@@ -40,4 +40,14 @@ export class ContactStore extends Context.Service<ContactStore, {
     field: "phone" | "email",
     value: string
   ) => Effect.Effect<Option.Option<ContactRecord>, StorageError>
+  /**
+   * The batch form of `findBy` phone and `insert` together: stores each of `candidates` (new
+   * contacts of `tenantId`, one per phone) whose phone no contact of the tenant holds yet, and
+   * resolves to the tenant's contact of every candidate's phone, with the ids of those it stored. A
+   * contact another transaction stored meanwhile is found, never doubled.
+   */
+  readonly findOrInsertByPhones: (
+    tenantId: string,
+    candidates: ReadonlyArray<ContactRecord>
+  ) => Effect.Effect<{ readonly contacts: ReadonlyArray<ContactRecord>; readonly inserted: ReadonlySet<string> }, StorageError>
 }>()("omnichannel-core/ports/ContactStore") {}

@@ -58,4 +58,23 @@ export class ConversationStore extends Context.Service<ConversationStore, {
   ) => Effect.Effect<{ readonly items: ReadonlyArray<ConversationRecord>; readonly total: number }, StorageError>
   /** Replaces the stored conversation `conversation.id` of `tenantId`; `false` when it does not exist there. */
   readonly update: (tenantId: string, conversation: ConversationRecord) => Effect.Effect<boolean, StorageError>
+  /**
+   * The batch form of `findOpen` and `insert` together: stores each of `candidates` (new open chat
+   * conversations of `tenantId`, one per channel and contact) where that contact has no open chat
+   * conversation on that channel yet, and resolves to the open one of every candidate's pair, with
+   * the ids of those it stored. One another transaction opened meanwhile is found, never doubled.
+   */
+  readonly openMany: (
+    tenantId: string,
+    candidates: ReadonlyArray<ConversationRecord>
+  ) => Effect.Effect<{ readonly conversations: ReadonlyArray<ConversationRecord>; readonly inserted: ReadonlySet<string> }, StorageError>
+  /**
+   * Moves the times of conversations of `tenantId` by the messages recorded in them: `last_message_at`
+   * and `updated_at` to `at`, and `last_inbound_at` to `inbound_at` (when given), each only forward.
+   * Writes only those columns, so it never undoes what another writer changed meanwhile.
+   */
+  readonly noteMessages: (
+    tenantId: string,
+    notes: ReadonlyArray<{ readonly id: string; readonly at: string; readonly inbound_at: string | null }>
+  ) => Effect.Effect<void, StorageError>
 }>()("omnichannel-core/ports/ConversationStore") {}

@@ -46,6 +46,12 @@ export interface InboundClaim {
   readonly trace_context: string | null
 }
 
+/** A payload to store, with the W3C `traceparent` of the span that received it (null when tracing was off). */
+export interface PayloadToStore {
+  readonly payload: InboundPayloadRecord
+  readonly traceContext: string | null
+}
+
 /** A payload the retention prune deleted. */
 export interface PrunedPayload {
   readonly id: string
@@ -65,6 +71,12 @@ export class InboundStore extends Context.Service<InboundStore, {
    * of the current span when a tracer is installed (`currentTraceparent`).
    */
   readonly insert: (payload: InboundPayloadRecord) => Effect.Effect<void, StorageError>
+  /**
+   * Stores several payloads as `insert` does, all or none, in one commit: the edge gathers the
+   * payloads that arrive together, so a burst pays for one durable write rather than one each. Each
+   * keeps the trace context given with it (its request's, not the one of the fiber that writes).
+   */
+  readonly insertMany: (payloads: ReadonlyArray<PayloadToStore>) => Effect.Effect<void, StorageError>
   /**
    * Leases up to `limit` pending payloads due at `now` whose lease (if any) has passed, oldest first,
    * until `leaseUntil`, counting the try. Concurrent claimers never take the same payload.
@@ -88,6 +100,23 @@ export class InboundStore extends Context.Service<InboundStore, {
    * the item's effects and its key commit together: a redelivered item has the effect of one.
    */
   readonly markHandled: (source: InboundSource, key: string, at: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * The batch form of `markHandled`: records every key of `keys` not handled yet, and resolves to
+   * those (a key given twice counts once; one another transaction recorded first is not among them).
+   */
+  readonly markHandledMany: (
+    source: InboundSource,
+    keys: ReadonlyArray<string>,
+    at: string
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
+   * The batch form of `finish`: records how each try ended, in one statement, and resolves to the ids
+   * whose holder still held them (the others are another worker's now, and unchanged).
+   */
+  readonly finishMany: (
+    tries: ReadonlyArray<{ readonly id: string; readonly holder: string; readonly outcome: InboundOutcome }>,
+    at: string
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
   /** Whether `key` of `source` was handled already (a look before costly work such as a media download). */
   readonly wasHandled: (source: InboundSource, key: string) => Effect.Effect<boolean, StorageError>
   /**

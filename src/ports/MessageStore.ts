@@ -76,6 +76,30 @@ export class MessageStore extends Context.Service<MessageStore, {
   readonly update: (tenantId: string, message: MessageRecord) => Effect.Effect<boolean, StorageError>
   /** Keeps a reported status; `false` when this status of this message id was kept already. */
   readonly recordStatus: (report: MessageStatusReport) => Effect.Effect<boolean, StorageError>
+  /** The batch form of `insert`: stores every message in one statement (a taken `external_id` fails it whole). */
+  readonly insertMany: (messages: ReadonlyArray<MessageRecord>) => Effect.Effect<void, StorageError>
+  /** The batch form of `recordStatus`: keeps each report not kept already (the same status of one id once). */
+  readonly recordStatuses: (reports: ReadonlyArray<MessageStatusReport>) => Effect.Effect<void, StorageError>
+  /** The messages the operator knows by `externalIds` on `channelId` (any order; unknown ids are left out). */
+  readonly findByExternalIds: (
+    tenantId: string,
+    channelId: string,
+    externalIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<MessageRecord>, StorageError>
+  /**
+   * Moves messages of `tenantId` to a new status state (`status`, `error` and the four times, with
+   * `updated_at`), each only if it still stands as read (`expected`: its status and `updated_at`),
+   * and resolves to the ids it moved. Writes only those columns: a message another writer moved
+   * meanwhile is left as that writer left it, for the caller to read again.
+   */
+  readonly moveStatuses: (
+    tenantId: string,
+    moves: ReadonlyArray<{
+      readonly id: string
+      readonly expected: Pick<MessageRecord, "status" | "updated_at">
+      readonly to: Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+    }>
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
   /** Every status kept for a message id, in the order they were received. */
   readonly statusesOf: (
     tenantId: string,

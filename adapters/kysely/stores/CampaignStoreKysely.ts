@@ -14,6 +14,7 @@ import {
 } from "../../../src/ports/CampaignStore.ts"
 import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { CampaignBatchesTable, CampaignRecipientsTable, CampaignsTable, Db } from "../Database.ts"
+import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
 const integerOrNull = (value: number | string | null): number | null => (value === null ? null : Number(value))
@@ -96,7 +97,34 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const handedThrough = (db: Db, tenantId: string, channelId: string) =>
       db.selectFrom("campaign_recipients").where("tenant_id", "=", tenantId).where("channel_id", "=", channelId)
         .where("handed_at", "is not", null)
+    const recipientsByExternalIds = jsonBatch({
+      dialect: connection.dialect,
+      name: "campaign-recipients-by-external-ids",
+      columns: ["external_id"],
+      template: (rows) =>
+        `SELECT * FROM campaign_recipients WHERE channel_id = $2
+        AND ${among(connection.dialect, "external_id", `SELECT r.external_id FROM ${rows}`)} AND tenant_id = $3`
+    })
+    const moveRecipients = jsonBatch({
+      dialect: connection.dialect,
+      name: "campaign-recipients-move",
+      columns: ["campaign_id", ["seq", "integer"], "expected", "state", "error", "updated_at"],
+      template: (rows) =>
+        `UPDATE campaign_recipients SET state = r.state, error = r.error, updated_at = r.updated_at
+        FROM ${rows} WHERE ${filterOnly("campaign_recipients.tenant_id")} = $2 AND campaign_recipients.campaign_id = r.campaign_id AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
+        RETURNING campaign_recipients.campaign_id, campaign_recipients.seq`
+    })
     return CampaignStore.of({
+      findRecipientsByExternalIds: (tenantId, channelId, externalIds) =>
+        query(connection, (db) =>
+          recipientsByExternalIds.run<CampaignRecipientsTable>(db, externalIds.map((external_id) => ({ external_id })), [
+            channelId,
+            tenantId
+          ])).pipe(Effect.map((rows) => rows.map(recipientFromRow))),
+      moveRecipients: (tenantId, moves) =>
+        query(connection, (db) =>
+          moveRecipients.run<{ readonly campaign_id: string; readonly seq: number | string }>(db, moves, [tenantId]))
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => `${row.campaign_id} ${Number(row.seq)}`)))),
       insert: (campaign) =>
         query(connection, (db) =>
           db.insertInto("campaigns").values({ ...campaignToRow(campaign), lease_until: null, holder: null }).execute())

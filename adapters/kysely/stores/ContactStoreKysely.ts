@@ -2,6 +2,9 @@ import { Effect, Layer, Option } from "effect"
 import { type ContactRecord, ContactStore } from "../../../src/ports/ContactStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ContactsTable } from "../Database.ts"
+import { among, jsonBatch } from "../JsonBatch.ts"
+
+const CONTACT_COLUMNS = ["id", "tenant_id", "name", "phone", "email", "language", "custom_fields", "created_at", "updated_at"]
 
 const fromRow = (row: ContactsTable): ContactRecord => ({
   ...row,
@@ -21,7 +24,30 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
   ContactStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    const { dialect } = connection
+    // Only a held phone skips a candidate: one whose email or id is taken fails the batch, as `insert`
+    // fails, rather than going missing from the answer.
+    const insertMany = jsonBatch({
+      dialect,
+      name: "contacts-insert",
+      columns: CONTACT_COLUMNS,
+      template: (rows) =>
+        `INSERT INTO contacts (${CONTACT_COLUMNS.join(", ")}) SELECT ${CONTACT_COLUMNS.map((c) => `r.${c}`).join(", ")}
+        FROM ${rows} WHERE true ON CONFLICT (tenant_id, phone) DO NOTHING RETURNING id`
+    })
+    const byPhones = jsonBatch({
+      dialect,
+      name: "contacts-by-phones",
+      columns: ["phone"],
+      template: (rows) => `SELECT * FROM contacts WHERE tenant_id = $2 AND ${among(dialect, "phone", `SELECT r.phone FROM ${rows}`)}`
+    })
     return ContactStore.of({
+      findOrInsertByPhones: (tenantId, candidates) =>
+        query(connection, async (db) => {
+          const inserted = await insertMany.run<{ readonly id: string }>(db, candidates.map(toRow))
+          const found = await byPhones.run<ContactsTable>(db, candidates.map(({ phone }) => ({ phone })), [tenantId])
+          return { contacts: found.map(fromRow), inserted: new Set(inserted.map((row) => row.id)) }
+        }),
       insert: (contact) =>
         query(connection, (db) => db.insertInto("contacts").values(toRow(contact)).execute()).pipe(Effect.asVoid),
       get: (tenantId, id) =>

@@ -3,6 +3,22 @@ import { sql } from "kysely"
 import { type ConversationKind, type ConversationRecord, type ConversationStatus, ConversationStore } from "../../../src/ports/ConversationStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ConversationsTable } from "../Database.ts"
+import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
+
+const CONVERSATION_COLUMNS = [
+  "id",
+  "tenant_id",
+  "channel_id",
+  "contact_id",
+  "status",
+  "kind",
+  "subject",
+  "created_at",
+  "updated_at",
+  "closed_at",
+  "last_message_at",
+  "last_inbound_at"
+]
 
 const fromRow = (row: ConversationsTable): ConversationRecord => ({
   ...row,
@@ -13,12 +29,75 @@ const fromRow = (row: ConversationsTable): ConversationRecord => ({
 /** The listing's order: the last message, else the creation (the expression `conversations_tenant_activity_idx` holds). */
 const activity = sql<string>`coalesce(last_message_at, created_at)`
 
+const max = (a: string | null, b: string | null) => (a === null ? b : b === null || a > b ? a : b)
+
+/** The latest note of each conversation among `notes`. */
+const latestNotes = (notes: ReadonlyArray<{ readonly id: string; readonly at: string; readonly inbound_at: string | null }>) => {
+  const latest = new Map<string, { id: string; at: string; inbound_at: string | null }>()
+  for (const note of notes) {
+    const seen = latest.get(note.id)
+    latest.set(note.id, seen === undefined ? { ...note } : { id: note.id, at: max(seen.at, note.at)!, inbound_at: max(seen.inbound_at, note.inbound_at) })
+  }
+  return latest
+}
+
 /** `ConversationStore` on Kysely. */
 export const conversationStoreLayer: Layer.Layer<ConversationStore, never, KyselyConnection> = Layer.effect(
   ConversationStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    const { dialect } = connection
+    // Only an open chat conversation of the pair (`conversations_open_unique`) skips a candidate: a
+    // taken id fails the batch, as `insert` fails, rather than going missing from the answer.
+    const insertMany = jsonBatch({
+      dialect,
+      name: "conversations-insert",
+      columns: CONVERSATION_COLUMNS,
+      template: (rows) =>
+        `INSERT INTO conversations (${CONVERSATION_COLUMNS.join(", ")})
+        SELECT ${CONVERSATION_COLUMNS.map((c) => `r.${c}`).join(", ")} FROM ${rows} WHERE true
+        ON CONFLICT (tenant_id, channel_id, contact_id) WHERE status = 'open' AND kind = 'chat' DO NOTHING RETURNING id`
+    })
+    // Both keys through the partial unique index (its literal terms, for SQLite's planner); the caller
+    // keeps the pairs it asked for.
+    const openOf = jsonBatch({
+      dialect,
+      name: "conversations-open-of",
+      columns: ["channel_id", "contact_id"],
+      template: (rows) =>
+        `SELECT * FROM conversations WHERE tenant_id = $2 AND ${among(dialect, "channel_id", `SELECT r.channel_id FROM ${rows}`)}
+        AND ${among(dialect, "contact_id", `SELECT r.contact_id FROM ${rows}`)} AND status = 'open' AND kind = 'chat'`
+    })
+    // Each time only forward: a note older than what is stored changes nothing.
+    const later = (column: string, value: string) =>
+      `CASE WHEN ${value} IS NOT NULL AND (c.${column} IS NULL OR ${value} > c.${column}) THEN ${value} ELSE c.${column} END`
+    const noteStatement = jsonBatch({
+      dialect,
+      name: "conversations-note",
+      columns: ["id", "at", "inbound_at"],
+      template: (rows) =>
+        `UPDATE conversations AS c SET last_message_at = ${later("last_message_at", "r.at")},
+          last_inbound_at = ${later("last_inbound_at", "r.inbound_at")}, updated_at = ${later("updated_at", "r.at")}
+        FROM ${rows} WHERE ${filterOnly("c.tenant_id")} = $2 AND c.id = r.id`
+    })
     return ConversationStore.of({
+      openMany: (tenantId, candidates) =>
+        query(connection, async (db) => {
+          const inserted = await insertMany.run<{ readonly id: string }>(db, candidates)
+          const wanted = new Set(candidates.map((c) => `${c.channel_id} ${c.contact_id}`))
+          const found = await openOf.run<ConversationsTable>(
+            db,
+            candidates.map(({ channel_id, contact_id }) => ({ channel_id, contact_id })),
+            [tenantId]
+          )
+          return {
+            conversations: found.filter((row) => wanted.has(`${row.channel_id} ${row.contact_id}`)).map(fromRow),
+            inserted: new Set(inserted.map((row) => row.id))
+          }
+        }),
+      // One row per conversation (an UPDATE … FROM applies one of several matching rows only).
+      noteMessages: (tenantId, notes) =>
+        query(connection, (db) => noteStatement.run(db, [...latestNotes(notes).values()], [tenantId])).pipe(Effect.asVoid),
       insert: (conversation) =>
         query(connection, (db) => db.insertInto("conversations").values(conversation).execute()).pipe(Effect.asVoid),
       get: (tenantId, id) =>

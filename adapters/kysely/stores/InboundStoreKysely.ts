@@ -6,10 +6,14 @@ import {
   type InboundPayloadRecord,
   type InboundPayloadStatus,
   type InboundSource,
-  InboundStore
+  InboundStore,
+  type PayloadToStore
 } from "../../../src/ports/InboundStore.ts"
-import { amongKeys, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
+import { amongKeys, atomically, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { InboundPayloadsTable } from "../Database.ts"
+import { jsonBatch } from "../JsonBatch.ts"
+import type { Dialect } from "../Migrations.ts"
+import { rowStatement, runInChunks } from "../RawBatch.ts"
 import { pruneFinishedPayloads } from "../Retention.ts"
 
 // `seq` (PostgreSQL) and `ord` (a claim's insertion order) are storage details, not part of the record.
@@ -25,6 +29,46 @@ const fromRow = (
 })
 
 type ClaimedRow = InboundPayloadsTable & { readonly ord: number | string }
+
+const PAYLOAD_COLUMNS = [
+  "id", "source", "route_key", "body", "content_type", "received_at", "status", "attempts", "next_attempt_at",
+  "lease_until", "processed_at", "note", "trace_context"
+] as const
+
+/**
+ * The multi-row insert of payloads (`RawBatch.ts`). SQLite binds each body as a blob; PostgreSQL takes
+ * the text columns as JSON arrays, so a body goes as base64 and is decoded back to its bytes there.
+ * Rows are stored in the order given, so payloads that tie on their times are claimed in that order.
+ */
+const payloadInsert = (dialect: Dialect) =>
+  rowStatement<PayloadToStore>({
+    dialect,
+    columns: PAYLOAD_COLUMNS,
+    types: { attempts: "integer" },
+    // A gathered batch holds a few dozen payloads; SQLite's texts stay few and short.
+    maxRows: 256,
+    values: ({ payload: p, traceContext }) => [
+      p.id,
+      p.source,
+      p.route_key,
+      dialect === "postgres" ? Buffer.from(p.body.buffer, p.body.byteOffset, p.body.byteLength).toString("base64") : p.body,
+      p.content_type,
+      p.received_at,
+      p.status,
+      p.attempts,
+      p.next_attempt_at,
+      p.lease_until,
+      p.processed_at,
+      p.note,
+      traceContext
+    ],
+    text: (rows) =>
+      dialect === "postgres"
+        ? `INSERT INTO inbound_payloads (${PAYLOAD_COLUMNS.join(", ")}) SELECT ${
+          PAYLOAD_COLUMNS.map((column) => (column === "body" ? "decode(body, 'base64')" : column)).join(", ")
+        } FROM (${rows}) AS r(${PAYLOAD_COLUMNS.join(", ")})`
+        : `INSERT INTO inbound_payloads (${PAYLOAD_COLUMNS.join(", ")}) ${rows}`
+  })
 
 /** Claims in the order they are taken: the payload due first, then the one received first, then the one stored first. */
 const byDue = (a: ClaimedRow, b: ClaimedRow): number =>
@@ -43,13 +87,41 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
   InboundStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    const { dialect } = connection
+    const insertStatement = payloadInsert(dialect)
+    // One statement commits alone; more go in one transaction, so the batch is stored whole or not at all.
+    const insertMany = (payloads: ReadonlyArray<PayloadToStore>) =>
+      payloads.length === 0
+        ? Effect.void
+        : (payloads.length <= insertStatement.chunk(payloads.length)
+          ? query(connection, (db) => insertStatement.run(db, payloads))
+          : atomically(connection, (db) => runInChunks(db, insertStatement, payloads))).pipe(Effect.asVoid)
+    // A pending try keeps its time of processing; a finished one keeps its next due time. No alias for
+    // the table: SQLite's RETURNING takes a column qualified by the table's name only.
+    const finishStatement = jsonBatch({
+      dialect,
+      name: "inbound-finish",
+      columns: ["id", "holder", "status", "note", "next_attempt_at"],
+      template: (rows) =>
+        `UPDATE inbound_payloads SET status = r.status, note = r.note, lease_until = NULL, holder = NULL,
+          next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at ELSE inbound_payloads.next_attempt_at END,
+          processed_at = CASE WHEN r.status = 'pending' THEN inbound_payloads.processed_at ELSE $2 END
+        FROM ${rows} WHERE inbound_payloads.id = r.id AND inbound_payloads.holder = r.holder AND inbound_payloads.status = 'pending'
+        RETURNING inbound_payloads.id`
+    })
+    // `WHERE true`: SQLite reads an upsert's ON after a bare SELECT … FROM as a join's.
+    const handledStatement = jsonBatch({
+      dialect,
+      name: "inbound-handled",
+      columns: ["key"],
+      template: (rows) =>
+        `INSERT INTO inbound_handled (source, key, handled_at) SELECT $2, r.key, $3 FROM ${rows} WHERE true
+        ON CONFLICT DO NOTHING RETURNING key`
+    })
     return InboundStore.of({
       // The payload keeps the trace context of the span that stores it (null when tracing is off).
-      insert: (payload) =>
-        Effect.flatMap(currentTraceparent, (trace) =>
-          query(connection, (db) =>
-            db.insertInto("inbound_payloads").values({ ...payload, holder: null, trace_context: trace ?? null }).execute()))
-          .pipe(Effect.asVoid),
+      insert: (payload) => Effect.flatMap(currentTraceparent, (trace) => insertMany([{ payload, traceContext: trace ?? null }])),
+      insertMany,
       // The due test is written with the partial index's literal term, so SQLite's planner matches it too.
       claim: ({ holder, leaseUntil, limit, now }) =>
         query(connection, (db) => {
@@ -76,6 +148,22 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
             .where("id", "=", id).where("holder", "=", holder).where("status", "=", "pending")
             .executeTakeFirst())
           .pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
+      finishMany: (tries, at) =>
+        query(connection, (db) =>
+          finishStatement.run<{ readonly id: string }>(
+            db,
+            tries.map(({ holder, id, outcome }) => ({
+              id,
+              holder,
+              status: outcome.status,
+              note: outcome.note,
+              next_attempt_at: outcome.status === "pending" ? outcome.nextAttemptAt : null
+            })),
+            [at]
+          )).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+      markHandledMany: (source, keys, at) =>
+        query(connection, (db) => handledStatement.run<{ readonly key: string }>(db, keys.map((key) => ({ key })), [source, at]))
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => row.key)))),
       markHandled: (source, key, at) =>
         query(connection, (db) =>
           db.insertInto("inbound_handled").values({ source, key, handled_at: at })

@@ -10,6 +10,31 @@ import {
 } from "../../../src/ports/MessageStore.ts"
 import { insertionOrder, KyselyConnection, query } from "../Connection.ts"
 import type { MessagesTable, MessageStatusesTable } from "../Database.ts"
+import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
+
+const MESSAGE_COLUMNS = [
+  "id",
+  "tenant_id",
+  "conversation_id",
+  "channel_id",
+  "contact_id",
+  "direction",
+  "message_type",
+  "text",
+  "content",
+  "status",
+  "external_id",
+  "error",
+  "created_at",
+  "updated_at",
+  "sent_at",
+  "delivered_at",
+  "read_at",
+  "failed_at"
+]
+const STATUS_COLUMNS = ["tenant_id", "channel_id", "external_id", "status", "occurred_at", "error", "received_at"]
+/** The columns a status move writes. */
+const MOVED_COLUMNS = ["status", "error", "sent_at", "delivered_at", "read_at", "failed_at", "updated_at"] as const
 
 const errorFromText = (text: string | null): MessageError | null => (text === null ? null : JSON.parse(text) as MessageError)
 
@@ -47,7 +72,64 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
   MessageStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    const { dialect } = connection
+    const columnsOf = (columns: ReadonlyArray<string>) => columns.map((c) => `r.${c}`).join(", ")
+    const insertMany = jsonBatch({
+      dialect,
+      name: "messages-insert",
+      columns: MESSAGE_COLUMNS,
+      template: (rows) => `INSERT INTO messages (${MESSAGE_COLUMNS.join(", ")}) SELECT ${columnsOf(MESSAGE_COLUMNS)} FROM ${rows}`
+    })
+    const statusesInsert = jsonBatch({
+      dialect,
+      name: "message-statuses-insert",
+      columns: STATUS_COLUMNS,
+      template: (rows) =>
+        `INSERT INTO message_statuses (${STATUS_COLUMNS.join(", ")}) SELECT ${columnsOf(STATUS_COLUMNS)} FROM ${rows} WHERE true
+        ON CONFLICT DO NOTHING`
+    })
+    const byExternalIds = jsonBatch({
+      dialect,
+      name: "messages-by-external-ids",
+      columns: ["external_id"],
+      template: (rows) =>
+        `SELECT * FROM messages WHERE channel_id = $2 AND ${among(dialect, "external_id", `SELECT r.external_id FROM ${rows}`)}
+        AND tenant_id = $3`
+    })
+    // Compare-and-set on the status and `updated_at` read (PostgreSQL's IS NOT DISTINCT FROM is SQLite's IS).
+    // No alias for the table: SQLite's RETURNING takes a column qualified by the table's name only.
+    const same = dialect === "postgres" ? "IS NOT DISTINCT FROM" : "IS"
+    const moveStatement = jsonBatch({
+      dialect,
+      name: "messages-move-status",
+      columns: ["id", "expected_status", "expected_updated_at", ...MOVED_COLUMNS],
+      template: (rows) =>
+        `UPDATE messages SET ${MOVED_COLUMNS.map((c) => `${c} = r.${c}`).join(", ")}
+        FROM ${rows} WHERE ${filterOnly("messages.tenant_id")} = $2 AND messages.id = r.id AND messages.status = r.expected_status
+        AND messages.updated_at ${same} r.expected_updated_at RETURNING messages.id`
+    })
     return MessageStore.of({
+      insertMany: (messages) => query(connection, (db) => insertMany.run(db, messages.map(toRow))).pipe(Effect.asVoid),
+      recordStatuses: (reports) =>
+        query(connection, (db) => statusesInsert.run(db, reports.map((report) => ({ ...report, error: errorToText(report.error) }))))
+          .pipe(Effect.asVoid),
+      findByExternalIds: (tenantId, channelId, externalIds) =>
+        query(connection, (db) =>
+          byExternalIds.run<MessagesTable>(db, externalIds.map((external_id) => ({ external_id })), [channelId, tenantId]))
+          .pipe(Effect.map((rows) => rows.map(fromRow))),
+      moveStatuses: (tenantId, moves) =>
+        query(connection, (db) =>
+          moveStatement.run<{ readonly id: string }>(
+            db,
+            moves.map(({ expected, id, to }) => ({
+              id,
+              expected_status: expected.status,
+              expected_updated_at: expected.updated_at,
+              ...to,
+              error: errorToText(to.error)
+            })),
+            [tenantId]
+          )).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
       insert: (message) =>
         query(connection, (db) => db.insertInto("messages").values(toRow(message)).execute()).pipe(Effect.asVoid),
       get: (tenantId, id) =>
