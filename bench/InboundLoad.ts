@@ -80,6 +80,8 @@ export interface AckLatency {
   readonly acknowledged: number
   /** Payloads per second the sender achieved. */
   readonly achievedRate: number
+  /** When the last payload was sent (wall-clock ms): the end of the load. */
+  readonly lastSentAt: number
   readonly p50: number
   readonly p95: number
   readonly p99: number
@@ -102,11 +104,13 @@ export const ackSteady = async (
   const started = stamp()
   let sent = 0
   let acknowledged = 0
+  let lastSentAt = started
   while (stamp() - started < seconds * 1000) {
     const due = Math.floor(((stamp() - started) / 1000) * rate) - sent
     for (let i = 0; i < due; i++) {
       const payload = next()
       const at = stamp()
+      lastSentAt = at
       const request = client.post(payload.signature, payload.body).then((status) => {
         latencies.push(stamp() - at)
         if (status === 200) acknowledged += 1
@@ -125,6 +129,7 @@ export const ackSteady = async (
     sent,
     acknowledged,
     achievedRate,
+    lastSentAt,
     p50: quantile(latencies, 0.5),
     p95: quantile(latencies, 0.95),
     p99: quantile(latencies, 0.99),

@@ -61,8 +61,10 @@ export interface InboundWorker {
   readonly pid: number
   /** Starts the background work; resolves to when it started (wall-clock ms, the worker's own stamp). */
   readonly start: () => Promise<number>
-  /** Stops the work, closes the database and lets the process exit; reports the errors it met. */
+  /** Stops the work (what each worker holds is finished), the database still open; reports the errors it met. */
   readonly stop: () => Promise<{ readonly errors: number; readonly firstError: string | undefined }>
+  /** Closes the database and lets the process exit (killed if it has not within 5 s). */
+  readonly close: () => Promise<void>
   readonly kill: () => Promise<void>
 }
 
@@ -85,9 +87,12 @@ export const startInboundWorker = async (settings: HostSettings): Promise<Inboun
     start: async () => (await ask({ type: "start" }, "started")).at,
     stop: async () => {
       const { errors, firstError } = await ask({ type: "stop" }, "stopped")
+      return { errors, firstError }
+    },
+    close: async () => {
+      await ask({ type: "close" }, "closed")
       await Promise.race([child.exited, new Promise((resolve) => setTimeout(resolve, 5_000))])
       await child.kill()
-      return { errors, firstError }
     },
     kill: child.kill
   }

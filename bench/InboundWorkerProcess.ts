@@ -1,8 +1,10 @@
 /**
  * The inbound benchmark's worker process: the library wired as the reference host wires it, running
  * its background work with one worker (`OMNI_WORKERS=1`, idle 50 ms, as `examples/server/main.ts`)
- * once told to start, serving no HTTP. Driven over IPC by `InboundServers.ts`; with
- * `BENCH_CPU_PROF=dir` it writes a V8 CPU profile when it stops (see `ChildProcess.ts`).
+ * once told to start, serving no HTTP. Stopping the work and closing the database are two steps, so
+ * the benchmark can read the CPU of the process and of its database connections in between. Driven
+ * over IPC by `InboundServers.ts`; with `BENCH_CPU_PROF=dir` it writes a V8 CPU profile when it exits
+ * (see `ChildProcess.ts`).
  */
 import { performance } from "node:perf_hooks"
 import type { Workers } from "../src/app/Omnichannel.ts"
@@ -13,7 +15,10 @@ export type InboundWorkerRequest = { readonly id: number } & (
   /** Build the library over the database (migrated), without starting work. */
   | { readonly type: "open"; readonly settings: HostSettings }
   | { readonly type: "start" }
+  /** Stop the work (each worker finishes what it holds), keeping the database open. */
   | { readonly type: "stop" }
+  /** Close the database and exit. */
+  | { readonly type: "close" }
 )
 
 /** What the worker process answers. */
@@ -22,6 +27,7 @@ export type InboundWorkerReply = { readonly id: number } & (
   /** Work started at `at` (wall-clock ms). */
   | { readonly type: "started"; readonly at: number }
   | { readonly type: "stopped"; readonly errors: number; readonly firstError: string | undefined }
+  | { readonly type: "closed" }
   | { readonly type: "failed"; readonly message: string }
 )
 
@@ -50,8 +56,10 @@ process.on("message", async (message: InboundWorkerRequest) => {
       }
       case "stop":
         await workers?.stop()
+        return reply({ id: message.id, type: "stopped", errors, firstError })
+      case "close":
         await host?.close()
-        reply({ id: message.id, type: "stopped", errors, firstError })
+        reply({ id: message.id, type: "closed" })
         return process.disconnect()
     }
   } catch (error) {

@@ -42,11 +42,23 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
       template: (rows) => `SELECT * FROM contacts WHERE tenant_id = $2 AND ${among(dialect, "phone", `SELECT r.phone FROM ${rows}`)}`
     })
     return ContactStore.of({
+      // Most senders are known: a look first, and an insert only of the phones not found (in phone
+      // order, so two writers inserting the same ones wait for each other rather than deadlock), then a
+      // look at those another writer stored first.
       findOrInsertByPhones: (tenantId, candidates) =>
-        query(connection, async (db) => {
-          const inserted = await insertMany.run<{ readonly id: string }>(db, candidates.map(toRow))
-          const found = await byPhones.run<ContactsTable>(db, candidates.map(({ phone }) => ({ phone })), [tenantId])
-          return { contacts: found.map(fromRow), inserted: new Set(inserted.map((row) => row.id)) }
+        candidates.length === 0 ? Effect.succeed({ contacts: [], inserted: new Set<string>() }) : query(connection, async (db) => {
+          const look = async (phones: ReadonlyArray<string | null>) =>
+            (await byPhones.run<ContactsTable>(db, phones.map((phone) => ({ phone })), [tenantId])).map(fromRow)
+          const found = await look(candidates.map((c) => c.phone))
+          const known = new Set(found.map((contact) => contact.phone))
+          const missing = candidates.filter((c) => !known.has(c.phone)).sort((a, b) => (a.phone! < b.phone! ? -1 : 1))
+          if (missing.length === 0) return { contacts: found, inserted: new Set<string>() }
+          const inserted = new Set((await insertMany.run<{ readonly id: string }>(db, missing.map(toRow))).map((row) => row.id))
+          const raced = missing.filter((c) => !inserted.has(c.id))
+          return {
+            contacts: [...found, ...missing.filter((c) => inserted.has(c.id)), ...(raced.length === 0 ? [] : await look(raced.map((c) => c.phone)))],
+            inserted
+          }
         }),
       insert: (contact) =>
         query(connection, (db) => db.insertInto("contacts").values(toRow(contact)).execute()).pipe(Effect.asVoid),

@@ -81,18 +81,25 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
         FROM ${rows} WHERE ${filterOnly("c.tenant_id")} = $2 AND c.id = r.id`
     })
     return ConversationStore.of({
+      // As contacts' `findOrInsertByPhones`: a look first, an insert only of the pairs with none open
+      // (in key order), then a look at those another writer opened first.
       openMany: (tenantId, candidates) =>
-        query(connection, async (db) => {
-          const inserted = await insertMany.run<{ readonly id: string }>(db, candidates)
-          const wanted = new Set(candidates.map((c) => `${c.channel_id} ${c.contact_id}`))
-          const found = await openOf.run<ConversationsTable>(
-            db,
-            candidates.map(({ channel_id, contact_id }) => ({ channel_id, contact_id })),
-            [tenantId]
-          )
+        candidates.length === 0 ? Effect.succeed({ conversations: [], inserted: new Set<string>() }) : query(connection, async (db) => {
+          const keyOf = (c: { readonly channel_id: string; readonly contact_id: string }) => `${c.channel_id} ${c.contact_id}`
+          const look = async (pairs: ReadonlyArray<ConversationRecord>) => {
+            const wanted = new Set(pairs.map(keyOf))
+            const rows = await openOf.run<ConversationsTable>(db, pairs.map(({ channel_id, contact_id }) => ({ channel_id, contact_id })), [tenantId])
+            return rows.filter((row) => wanted.has(keyOf(row))).map(fromRow)
+          }
+          const found = await look(candidates)
+          const open = new Set(found.map(keyOf))
+          const missing = candidates.filter((c) => !open.has(keyOf(c))).sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))
+          if (missing.length === 0) return { conversations: found, inserted: new Set<string>() }
+          const inserted = new Set((await insertMany.run<{ readonly id: string }>(db, missing)).map((row) => row.id))
+          const raced = missing.filter((c) => !inserted.has(c.id))
           return {
-            conversations: found.filter((row) => wanted.has(`${row.channel_id} ${row.contact_id}`)).map(fromRow),
-            inserted: new Set(inserted.map((row) => row.id))
+            conversations: [...found, ...missing.filter((c) => inserted.has(c.id)), ...(raced.length === 0 ? [] : await look(raced))],
+            inserted
           }
         }),
       // One row per conversation (an UPDATE … FROM applies one of several matching rows only).
