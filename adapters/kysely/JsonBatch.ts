@@ -37,20 +37,31 @@ export type BatchColumn = string | readonly [name: string, type: "text" | "integ
 const NAME_PREFIX = "/* omni:"
 
 /**
- * A statement over a batch of rows with `columns`: `template(rows)` returns the SQL with `rows` in
- * place of the rows' table. `name` (letters, digits, dashes) names the prepared statement.
+ * A statement over a batch of rows with `columns`: `template(rows, keyIn)` returns the SQL with
+ * `rows` in place of the rows' table, and `keyIn(column, rowColumn)` for "`column` is one of the
+ * rows' `rowColumn` values" (`rowColumn` defaults to `column`). Hot statements name the key they
+ * look rows up by with `keyIn` even where they join on it: PostgreSQL then reads the table through
+ * that column's index whatever its statistics say (`= ANY(ARRAY(…))`, see `amongKeys` in
+ * Connection.ts), where a join alone may be planned as a scan of the whole table. `name` (letters,
+ * digits, dashes) names the prepared statement.
  */
 export const jsonBatch = (options: {
   readonly dialect: Dialect
   readonly name: string
   readonly columns: ReadonlyArray<BatchColumn>
-  readonly template: (rows: string) => string
+  readonly template: (rows: string, keyIn: (column: string, rowColumn?: string) => string) => string
 }): JsonBatch => {
   const columns = options.columns.map((column) => (typeof column === "string" ? [column, "text"] as const : column))
-  const rows = options.dialect === "postgres"
+  const typeOf = new Map(columns)
+  const postgres = options.dialect === "postgres"
+  const rows = postgres
     ? `json_to_recordset($1::json) AS r(${columns.map(([name, type]) => `${name} ${type}`).join(", ")})`
     : `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(", ")} FROM json_each($1)) AS r`
-  const written = `${NAME_PREFIX}${options.name} */ ${options.template(rows)}`
+  const keyIn = (column: string, rowColumn = column.replace(/^.*\./, "")) =>
+    postgres
+      ? `${column} = ANY(ARRAY(SELECT k.${rowColumn} FROM json_to_recordset($1::json) AS k(${rowColumn} ${typeOf.get(rowColumn) ?? "text"})))`
+      : `${column} IN (SELECT json_extract(value, '$.${rowColumn}') FROM json_each($1))`
+  const written = `${NAME_PREFIX}${options.name} */ ${options.template(rows, keyIn)}`
   // better-sqlite3 binds only `?` by position: each `$n` becomes `?`, its value placed where it appears.
   const order = options.dialect === "postgres" ? undefined : Array.from(written.matchAll(/\$(\d+)/g), (m) => Number(m[1]) - 1)
   const text = order === undefined ? written : written.replace(/\$\d+/g, "?")
@@ -64,14 +75,6 @@ export const jsonBatch = (options: {
     }
   }
 }
-
-/**
- * `column` is one of the values `values` (a subquery's text) selects. PostgreSQL gets
- * `= ANY(ARRAY(…))`, which it answers through `column`'s index whatever its statistics say (see
- * `amongKeys` in Connection.ts); SQLite probes the index for each value of `IN (…)`.
- */
-export const among = (dialect: Dialect, column: string, values: string): string =>
-  dialect === "postgres" ? `${column} = ANY(ARRAY(${values}))` : `${column} IN (${values})`
 
 /**
  * `column`, compared as a filter of the rows the batch's keys reach, never the index a statement

@@ -11,6 +11,7 @@ import {
   SqliteDriver
 } from "kysely"
 import pg from "pg"
+import { batchStatementName } from "./JsonBatch.ts"
 import { OutboxNotices } from "../../src/ports/OutboxNotices.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import { KyselyConnection, transactorLayer } from "./Connection.ts"
@@ -187,6 +188,21 @@ const withStatementCache = (database: SqliteDatabase.Database): SqliteDialectDat
 }
 
 /**
+ * Sends the inbound pipeline's batch statements (`JsonBatch.ts`) as named statements: PostgreSQL
+ * parses and plans each once per connection and then only binds and runs it. Every other text goes
+ * as before (unnamed: parsed each time).
+ */
+const preparesBatchStatements = (client: pg.PoolClient) => {
+  const query = client.query.bind(client) as (...args: Array<unknown>) => unknown
+  client.query = ((text: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof text === "string" ? batchStatementName(text) : undefined
+    return name === undefined || typeof values === "function"
+      ? query(text, values, callback)
+      : query({ name, text, values }, callback)
+  }) as typeof client.query
+}
+
+/**
  * A Kysely instance over a `pg` pool. BIGINT comes back as a number through this pool's own
  * type parsers; the global `pg.types` are left alone so a host application is not affected.
  */
@@ -204,7 +220,10 @@ export const openPostgres = (connectionString: string, options: { readonly max?:
   // outside any query; unheard, that would end the process. Queries still fail with it, and the pool
   // drops the broken client, so the host reports the database unavailable and carries on.
   pool.on("error", () => undefined)
-  pool.on("connect", (client) => client.on("error", () => undefined))
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined)
+    preparesBatchStatements(client)
+  })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   connectionStrings.set(db, connectionString)
   return db

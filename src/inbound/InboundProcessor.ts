@@ -255,7 +255,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
     }
 
     // Stores a batch of items in one transaction: their keys in one statement (a key twice in the
-    // batch, or handled before, is skipped), then every recording handler's and status handler's
+    // batch, or handled before, is skipped), then every status handler's and recording handler's
     // batch form over what is left, in the items' order.
     const storeBatch = (items: ReadonlyArray<Item>) =>
       transactor.withTransaction(Effect.gen(function*() {
@@ -272,10 +272,12 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
             messages.push({ channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts })
           }
         }
+        // Statuses first: the messages' part ends with the conversations' times, the rows other batches
+        // (another worker's) wait for most, so they are held for the shortest time.
+        if (statuses.length > 0) for (const handler of handlers.statuses) yield* handler.handleMany!(statuses)
         if (messages.length > 0) {
           for (const handler of handlers.messages) if (handler.records === true) yield* handler.recordMany!(messages)
         }
-        if (statuses.length > 0) for (const handler of handlers.statuses) yield* handler.handleMany!(statuses)
       }))
 
     // One item through its handlers on its own (its own transaction); what fails is its payload's retry.

@@ -127,11 +127,13 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
 
   const phoneOf = (event: ChatappMessageInput["event"]) => `+${event.from.replace(/\D/g, "")}`
 
-  // Messages without files, many at once: contacts, conversations, messages, their times and events
-  // each in one statement per tenant.
+  // Messages without files, many at once: contacts, conversations, messages, their events and times
+  // each in one statement per tenant. The conversations' times go last: that write holds rows every
+  // batch of the same contacts writes too, until the transaction ends.
   const recordMany = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappMessageInput>) {
     const at = yield* now
     const events: Array<EventEnvelope> = []
+    const notes: Array<readonly [string, ReadonlyArray<{ readonly conversationId: string; readonly at: string; readonly inbound: boolean }>]> = []
     for (const [tenantId, group] of groupBy(inputs, (input) => input.channel.tenant_id)) {
       const people = yield* contacts.findOrCreateByPhones(
         tenantId,
@@ -167,10 +169,11 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
         }
       })
       yield* messages.insertMany(records)
-      yield* conversations.noteMessages(tenantId, records.map((m) => ({ conversationId: m.conversation_id, at, inbound: true })))
+      notes.push([tenantId, records.map((m) => ({ conversationId: m.conversation_id, at, inbound: true }))])
       for (const record of records) events.push(yield* messageEvent("message.received", toMessage(record, [])))
     }
     yield* outbox.append(events)
+    for (const [tenantId, tenantNotes] of notes) yield* conversations.noteMessages(tenantId, tenantNotes)
   })
 
   const storeHandler: ChatappMessageHandler = {

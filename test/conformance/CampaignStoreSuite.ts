@@ -12,7 +12,7 @@ import {
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import type { Transactor } from "../../src/ports/Transactor.ts"
 import { contend } from "./Contention.ts"
-import { campaignBatchRecord, campaignRecipientRecord, campaignRecord, seedTenant } from "./Fixtures.ts"
+import { AWKWARD_TEXTS, campaignBatchRecord, campaignRecipientRecord, campaignRecord, seedTenant } from "./Fixtures.ts"
 import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 
 /** The tables the campaign suite checks writes in. */
@@ -81,6 +81,27 @@ const seqs = (recipients: ReadonlyArray<CampaignRecipientRecord>) => recipients.
 /** The stored recipients of one campaign, by seq. */
 const storedRecipientsOf = async (h: UseCampaigns, campaign: CampaignRecord) =>
   (await h().stored.campaignRecipients(campaign.tenant_id)).filter((r) => r.campaign_id === campaign.id)
+
+/** Recipients by campaign id and then seq, as stored lists come. */
+const byRecipient = (x: CampaignRecipientRecord, y: CampaignRecipientRecord) => byText(x.campaign_id, y.campaign_id) || x.seq - y.seq
+
+const findRecipientsByExternalIds = (h: UseCampaigns, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
+  h().run(store((s) => s.findRecipientsByExternalIds(tenantId, channelId, externalIds))).then((found) => [...found].sort(byRecipient))
+
+type RecipientMove = Parameters<CampaignStore["Service"]["moveRecipients"]>[1][number]
+
+/** A move of `recipient` from its state as read to `state`, with `error`, at `updated_at`. */
+const moveOf = (recipient: CampaignRecipientRecord, to: Pick<CampaignRecipientRecord, "state" | "error" | "updated_at">): RecipientMove => ({
+  campaign_id: recipient.campaign_id,
+  seq: recipient.seq,
+  expected: recipient.state,
+  ...to
+})
+
+const moveRecipients = (tenantId: string, moves: ReadonlyArray<RecipientMove>) => store((s) => s.moveRecipients(tenantId, moves))
+
+/** How `moveRecipients` names a recipient it moved. */
+const keyOf = (recipient: CampaignRecipientRecord) => `${recipient.campaign_id} ${recipient.seq}`
 
 type BatchCount = { readonly channel_id: string; readonly day: number; readonly state: RecipientState; readonly n: number }
 
@@ -601,6 +622,122 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
         ]
         expect([...counts].sort(byBatch)).toEqual([...expected].sort(byBatch))
         expect(await h().run(store((s) => s.batchCounts(tenant.id, newId())))).toEqual([])
+      })
+    })
+
+    describe("findRecipientsByExternalIds", () => {
+      it("finds the recipients of the external ids on the channel, once each, leaving out unknown ids, other channels' and other tenants'", async () => {
+        const { a, b, channelId, externalId, recipientsOfA, recipientsOfB } = await h().run(twoTenants)
+        const later = campaignRecord(a.id, { channel_ids: [channelId] })
+        await h().run(insertCampaigns([later]))
+        const sent = { state: "sent", handed_at: at("11:10:00.000") } as const
+        const here = campaignRecipientRecord(later, 0, { ...sent, external_id: `wamid.${newId()}` })
+        const elsewhere = campaignRecipientRecord(later, 1, { ...sent, channel_id: newId(), external_id: here.external_id })
+        await insertRecipients(h, [here, elsewhere])
+
+        const asked = [externalId, here.external_id!, externalId, "wamid.unknown"]
+        expect(await findRecipientsByExternalIds(h, a.id, channelId, asked)).toEqual([recipientsOfA[0]!, here].sort(byRecipient))
+        expect(await findRecipientsByExternalIds(h, b.id, channelId, asked)).toEqual([recipientsOfB[0]])
+        expect(await findRecipientsByExternalIds(h, a.id, newId(), asked)).toEqual([])
+        expect(await findRecipientsByExternalIds(h, a.id, channelId, [])).toEqual([])
+      })
+
+      it("finds 1,200 recipients in one call, by awkward and JSON-looking external ids too", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const recipients = Array.from({ length: 1_200 }, (_, seq) =>
+          campaignRecipientRecord(campaign, seq, {
+            state: "sent",
+            handed_at: at("11:00:00.000"),
+            external_id: seq < AWKWARD_TEXTS.length ? AWKWARD_TEXTS[seq]! : `wamid.${seq}`
+          }))
+        await insertRecipients(h, recipients)
+
+        const asked = [...recipients.map((r) => r.external_id!), "wamid.unknown", `{"a": 1}`]
+        expect(await findRecipientsByExternalIds(h, tenant.id, campaign.channel_ids[0]!, asked)).toEqual(recipients)
+      })
+    })
+
+    describe("moveRecipients", () => {
+      it("moves each recipient still in the state read, writing only state, error and time, and resolves to those moved", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const handed = { state: "sending", handed_at: at("11:00:00.000"), message_id: newId() } as const
+        const [toSent, toFailed, movedMeanwhile] = [0, 1, 2].map((seq) => campaignRecipientRecord(campaign, seq, { ...handed, external_id: `wamid.${seq}` }))
+        await insertRecipients(h, [toSent!, toFailed!, movedMeanwhile!])
+        const meanwhile: CampaignRecipientRecord = { ...movedMeanwhile!, state: "failed", error: "timed out", updated_at: at("11:30:00.000") }
+        await h().run(store((s) => s.updateRecipient(meanwhile)))
+        const sent = { state: "sent", error: null, updated_at: at("12:00:00.000") } as const
+        const failed = { state: "failed", error: `{"code":131026,"title":"Zoë's \"undeliverable\" 🚫"}`, updated_at: at("12:00:01.000") } as const
+
+        const moved = await h().run(moveRecipients(tenant.id, [moveOf(toSent!, sent), moveOf(toFailed!, failed), moveOf(movedMeanwhile!, sent)]))
+        expect(moved).toEqual(new Set([keyOf(toSent!), keyOf(toFailed!)]))
+        expect(await storedRecipientsOf(h, campaign)).toEqual([{ ...toSent!, ...sent }, { ...toFailed!, ...failed }, meanwhile])
+      })
+
+      it("moves a recipient given twice in one batch once, to one of its moves", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const [twice, rivals] = [0, 1].map((seq) => campaignRecipientRecord(campaign, seq, { state: "sending", handed_at: at("11:00:00.000") }))
+        await insertRecipients(h, [twice!, rivals!])
+        const sent = { state: "sent", error: null, updated_at: at("12:00:00.000") } as const
+        const failed = { state: "failed", error: "131026", updated_at: at("12:00:01.000") } as const
+
+        const moved = await h().run(moveRecipients(tenant.id, [moveOf(twice!, sent), moveOf(rivals!, sent), moveOf(twice!, sent), moveOf(rivals!, failed)]))
+        expect(moved).toEqual(new Set([keyOf(twice!), keyOf(rivals!)]))
+        const [storedTwice, storedRivals] = await storedRecipientsOf(h, campaign)
+        expect(storedTwice).toEqual({ ...twice!, ...sent })
+        expect([{ ...rivals!, ...sent }, { ...rivals!, ...failed }]).toContainEqual(storedRivals)
+      })
+
+      it("never moves another tenant's recipients, and moves nothing for an empty batch", async () => {
+        const { a, b, recipientsOfA, recipientsOfB } = await h().run(twoTenants)
+        const sending = { state: "sending", error: null, updated_at: at("12:00:00.000") } as const
+
+        expect(await h().run(moveRecipients(a.id, recipientsOfB.map((r) => moveOf(r, sending))))).toEqual(new Set())
+        expect(await h().run(moveRecipients(a.id, []))).toEqual(new Set())
+        expect(await h().stored.campaignRecipients(b.id)).toEqual(recipientsOfB)
+        expect(await h().stored.campaignRecipients(a.id)).toEqual(recipientsOfA)
+      })
+
+      it("moves 1,200 recipients in one call, with awkward and JSON-looking errors kept as text", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const recipients = Array.from({ length: 1_200 }, (_, seq) => campaignRecipientRecord(campaign, seq, { state: "sending", handed_at: at("11:00:00.000") }))
+        await insertRecipients(h, recipients)
+        const toOf = (seq: number) =>
+          seq % 3 === 0
+            ? { state: "failed", error: AWKWARD_TEXTS[seq % AWKWARD_TEXTS.length]!, updated_at: at("12:00:01.000") } as const
+            : { state: "sent", error: null, updated_at: at("12:00:00.000") } as const
+
+        const moved = await h().run(moveRecipients(tenant.id, recipients.map((r) => moveOf(r, toOf(r.seq)))))
+        expect(moved).toEqual(new Set(recipients.map(keyOf)))
+        expect(await storedRecipientsOf(h, campaign)).toEqual(recipients.map((r) => ({ ...r, ...toOf(r.seq) })))
+      })
+
+      it("loses to a move in another open transaction: leaves that writer's state and reports it not moved (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const [contested, other] = [0, 1].map((seq) => campaignRecipientRecord(campaign, seq, { state: "sending", handed_at: at("11:00:00.000") }))
+        await insertRecipients(h, [contested!, other!])
+        const sent = { state: "sent", error: null, updated_at: at("12:00:00.000") } as const
+        const failed = { state: "failed", error: "timed out", updated_at: at("12:00:01.000") } as const
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: moveRecipients(tenant.id, [moveOf(contested!, sent)]),
+          finish: () => Effect.void,
+          contend: moveRecipients(tenant.id, [moveOf(contested!, failed), moveOf(other!, failed)])
+        }))
+        // Answering before the other committed, it would have moved the recipient under that writer.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([keyOf(other!)]))
+        expect(await storedRecipientsOf(h, campaign)).toEqual([{ ...contested!, ...sent }, { ...other!, ...failed }])
       })
     })
 

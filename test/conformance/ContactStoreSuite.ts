@@ -1,9 +1,11 @@
 import { Effect, Option } from "effect"
-import { expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ContactRecord, ContactStore } from "../../src/ports/ContactStore.ts"
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
-import { contactRecord, seedTenant } from "./Fixtures.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
+import { contend } from "./Contention.ts"
+import { AWKWARD_TEXTS, contactRecord, contentionTransactor, NEEDS_CONTENTION, seedTenant } from "./Fixtures.ts"
 import { byId, makeSuite, type Suite } from "./Harness.ts"
 
 /** Custom fields exercising every JSON kind, nesting, unicode keys' values and numbers that must not drift. */
@@ -28,6 +30,15 @@ const contactsOverMinutes = (tenantId: string, n: number) =>
 
 const insertAll = (contacts: ReadonlyArray<ContactRecord>) =>
   ContactStore.use((s) => Effect.forEach(contacts, (contact) => s.insert(contact), { discard: true }))
+
+const findOrInsertByPhones = (tenantId: string, candidates: ReadonlyArray<ContactRecord>) =>
+  ContactStore.use((s) => s.findOrInsertByPhones(tenantId, candidates))
+
+/** What `findOrInsertByPhones` resolves to, its contacts sorted so the answer compares whole. */
+const found = (answer: { readonly contacts: ReadonlyArray<ContactRecord>; readonly inserted: ReadonlySet<string> }) => ({
+  contacts: [...answer.contacts].sort(byId),
+  inserted: answer.inserted
+})
 
 /**
  * ContactStore: every field round-trips; update replaces; list pages newest first with totals;
@@ -169,6 +180,109 @@ export const contactStoreSuite: Suite<ContactStore | TenantStore | AccountStore,
       expect(await findBy("email", "ada@example.com")).toEqual(contact)
       expect(await findBy("phone", "+14155550199")).toBeUndefined()
       expect(await findBy("email", "+14155550100")).toBeUndefined()
+    })
+
+    describe("findOrInsertByPhones", () => {
+      it("stores the candidates whose phone no contact of the tenant holds, and finds the held ones' contacts unchanged", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const held = contactRecord(tenant.id, { name: "Stored first", phone: "+14155550100", custom_fields: { plan: "gold" } })
+        await h().run(insertAll([held]))
+        const again = contactRecord(tenant.id, { name: "Candidate", phone: held.phone })
+        const fresh = [
+          contactRecord(tenant.id, { phone: "+14155550101", language: "pt_BR", custom_fields: RICH_FIELDS }),
+          contactRecord(tenant.id, { name: null, phone: "+447700900123", email: "zoë@exämple.com" })
+        ]
+
+        const answer = await h().run(findOrInsertByPhones(tenant.id, [again, ...fresh]))
+        expect(found(answer)).toEqual({ contacts: [held, ...fresh].sort(byId), inserted: new Set(fresh.map((c) => c.id)) })
+        expect(await h().stored.contacts(tenant.id)).toEqual([held, ...fresh].sort(byId))
+      })
+
+      it("stores a phone given twice in one batch once, and answers that contact for both", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const twins = [contactRecord(tenant.id, { name: "One", phone: "+14155550100" }), contactRecord(tenant.id, { name: "Two", phone: "+14155550100" })]
+        const other = contactRecord(tenant.id, { phone: "+14155550101" })
+
+        const answer = await h().run(findOrInsertByPhones(tenant.id, [twins[0]!, other, twins[1]!]))
+        const stored = await h().stored.contacts(tenant.id)
+        const kept = stored.find((c) => c.phone === "+14155550100")
+        expect(twins).toContainEqual(kept)
+        expect(stored).toEqual([kept!, other].sort(byId))
+        expect(found(answer)).toEqual({ contacts: stored, inserted: new Set([kept!.id, other.id]) })
+      })
+
+      it("fails whole with UniqueViolation for a candidate whose email another contact holds, storing none of the batch", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const held = contactRecord(tenant.id, { phone: "+14155550100", email: "ada@example.com" })
+        await h().run(insertAll([held]))
+        const batch = [contactRecord(tenant.id, { phone: "+14155550101" }), contactRecord(tenant.id, { phone: "+14155550102", email: held.email })]
+
+        expect(await h().run(Effect.flip(findOrInsertByPhones(tenant.id, batch))))
+          .toMatchObject({ _tag: "StorageError", reason: "UniqueViolation", constraint: "contacts_tenant_email_unique" })
+        expect(await h().stored.contacts(tenant.id)).toEqual([held])
+      })
+
+      it("resolves an empty batch to no contacts, storing nothing", async () => {
+        const { tenant } = await h().run(seedTenant)
+        expect(found(await h().run(findOrInsertByPhones(tenant.id, [])))).toEqual({ contacts: [], inserted: new Set() })
+        expect(await h().stored.contacts(tenant.id)).toEqual([])
+      })
+
+      it("neither finds another tenant's contact of the same phone nor is kept from storing its own", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const other = (await h().run(seedTenant)).tenant
+        const theirs = contactRecord(other.id, { name: "Theirs", phone: "+14155550100" })
+        await h().run(insertAll([theirs]))
+        const mine = contactRecord(tenant.id, { name: "Mine", phone: theirs.phone })
+
+        expect(found(await h().run(findOrInsertByPhones(tenant.id, [mine])))).toEqual({ contacts: [mine], inserted: new Set([mine.id]) })
+        expect(await h().stored.contacts(tenant.id)).toEqual([mine])
+        expect(await h().stored.contacts(other.id)).toEqual([theirs])
+      })
+
+      it("stores and finds 1,200 contacts in one call, keeping awkward and JSON-looking text as text", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const awkward = (i: number) => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
+        const candidates = Array.from({ length: 1_200 }, (_, i) =>
+          contactRecord(tenant.id, {
+            // The first phones are the awkward texts themselves: the lookup must match them exactly.
+            phone: i < AWKWARD_TEXTS.length ? awkward(i) : `+1415${String(i).padStart(7, "0")}`,
+            name: i % 5 === 0 ? null : awkward(i),
+            email: i >= AWKWARD_TEXTS.length && i < 2 * AWKWARD_TEXTS.length ? awkward(i) : i % 3 === 0 ? `contact-${i}@example.com` : null,
+            language: i % 7 === 0 ? "null" : null,
+            custom_fields: i % 2 === 0 ? RICH_FIELDS : { raw: awkward(i), nothing: null }
+          }))
+        // A third stored first: the call stores the rest and finds those.
+        const first = candidates.filter((_, i) => i % 3 === 1)
+        await h().run(findOrInsertByPhones(tenant.id, first))
+        const again = candidates.map((c, i) => (i % 3 === 1 ? contactRecord(tenant.id, { phone: c.phone, name: "Not stored" }) : c))
+
+        const answer = await h().run(findOrInsertByPhones(tenant.id, again))
+        const rest = candidates.filter((_, i) => i % 3 !== 1)
+        expect(found(answer)).toEqual({ contacts: [...candidates].sort(byId), inserted: new Set(rest.map((c) => c.id)) })
+        expect(await h().stored.contacts(tenant.id)).toEqual([...candidates].sort(byId))
+      })
+
+      it("finds a contact another open transaction stores once that one commits, and never doubles it (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const theirs = contactRecord(tenant.id, { name: "Stored by the other", phone: "+14155550100" })
+        const mine = contactRecord(tenant.id, { name: "Candidate", phone: theirs.phone })
+        const fresh = contactRecord(tenant.id, { phone: "+14155550101" })
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: ContactStore.use((s) => s.insert(theirs)),
+            finish: () => Effect.void,
+            contend: findOrInsertByPhones(tenant.id, [mine, fresh])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the other committed, it could neither find that contact nor store its own.
+        expect(whileHeld).toEqual(Option.none())
+        expect(found(after)).toEqual({ contacts: [theirs, fresh].sort(byId), inserted: new Set([fresh.id]) })
+        expect(await h().stored.contacts(tenant.id)).toEqual([theirs, fresh].sort(byId))
+      })
     })
   }
 })

@@ -4,7 +4,9 @@ import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type ConversationFilter, type ConversationRecord, ConversationStore } from "../../src/ports/ConversationStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
-import { conversationRecord, seedTenant } from "./Fixtures.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
+import { contend } from "./Contention.ts"
+import { AWKWARD_TEXTS, contentionTransactor, conversationRecord, NEEDS_CONTENTION, seedTenant } from "./Fixtures.ts"
 import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 
 type UseConversations = UseHarness<ConversationStore | TenantStore | AccountStore, "conversations">
@@ -23,6 +25,19 @@ const findOpen = (h: UseConversations, tenantId: string, channelId: string, cont
 
 const list = (h: UseConversations, tenantId: string, filter: ConversationFilter = {}, limit = 50, offset = 0) =>
   h().run(ConversationStore.use((s) => s.list(tenantId, filter, { limit, offset })))
+
+const openMany = (tenantId: string, candidates: ReadonlyArray<ConversationRecord>) =>
+  ConversationStore.use((s) => s.openMany(tenantId, candidates))
+
+/** What `openMany` resolves to, its conversations sorted so the answer compares whole. */
+const opened = (answer: { readonly conversations: ReadonlyArray<ConversationRecord>; readonly inserted: ReadonlySet<string> }) => ({
+  conversations: [...answer.conversations].sort(byId),
+  inserted: answer.inserted
+})
+
+type Note = { readonly id: string; readonly at: string; readonly inbound_at: string | null }
+
+const noteMessages = (tenantId: string, notes: ReadonlyArray<Note>) => ConversationStore.use((s) => s.noteMessages(tenantId, notes))
 
 // What every adapter must report for a second open conversation: the same reason and index name on every database.
 const expectOpenUniqueViolation = (error: StorageError) => {
@@ -166,6 +181,217 @@ export const conversationStoreSuite: Suite<ConversationStore | TenantStore | Acc
         const reopened: ConversationRecord = { ...closed, status: "open", closed_at: null }
         expectOpenUniqueViolation(await h().run(Effect.flip(ConversationStore.use((s) => s.update(tenant.id, reopened)))))
         expect(await h().stored.conversations(tenant.id)).toEqual([closed, open].sort(byId))
+      })
+    })
+
+    describe("openMany", () => {
+      it("opens a conversation for each pair without an open chat one, and finds the open one of the others unchanged", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const open = conversationRecord(tenant.id, { subject: "Stored first", last_message_at: at("09:00") })
+        const closed = conversationRecord(tenant.id, { status: "closed", closed_at: at("08:00") })
+        const thread = conversationRecord(tenant.id, { kind: "email", subject: "Order 1234" })
+        await h().run(insertAll([open, closed, thread]))
+        const pairOf = (c: ConversationRecord) => ({ channel_id: c.channel_id, contact_id: c.contact_id })
+        const again = conversationRecord(tenant.id, pairOf(open))
+        // A closed conversation or an open email thread of the pair is no open chat conversation.
+        const afterClosed = conversationRecord(tenant.id, pairOf(closed))
+        const besideThread = conversationRecord(tenant.id, pairOf(thread))
+        const fresh = conversationRecord(tenant.id)
+
+        const answer = await h().run(openMany(tenant.id, [again, afterClosed, besideThread, fresh]))
+        const stored = [afterClosed, besideThread, fresh]
+        expect(opened(answer)).toEqual({ conversations: [open, ...stored].sort(byId), inserted: new Set(stored.map((c) => c.id)) })
+        expect(await h().stored.conversations(tenant.id)).toEqual([open, closed, thread, ...stored].sort(byId))
+      })
+
+      it("answers only the pairs asked for, not an open conversation of a channel and a contact each asked with another", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const [x, y] = [conversationRecord(tenant.id).channel_id, conversationRecord(tenant.id).channel_id]
+        const [p, q] = [conversationRecord(tenant.id).contact_id, conversationRecord(tenant.id).contact_id]
+        const crossed = [
+          conversationRecord(tenant.id, { channel_id: x, contact_id: q }),
+          conversationRecord(tenant.id, { channel_id: y, contact_id: p })
+        ]
+        await h().run(insertAll(crossed))
+        const asked = [conversationRecord(tenant.id, { channel_id: x, contact_id: p }), conversationRecord(tenant.id, { channel_id: y, contact_id: q })]
+
+        const answer = await h().run(openMany(tenant.id, asked))
+        expect(opened(answer)).toEqual({ conversations: [...asked].sort(byId), inserted: new Set(asked.map((c) => c.id)) })
+        expect(await h().stored.conversations(tenant.id)).toEqual([...crossed, ...asked].sort(byId))
+      })
+
+      it("opens a pair given twice in one batch once, and answers that conversation for both", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const first = conversationRecord(tenant.id, { subject: "One" })
+        const twin = conversationRecord(tenant.id, { channel_id: first.channel_id, contact_id: first.contact_id, subject: "Two" })
+        const other = conversationRecord(tenant.id, { channel_id: first.channel_id })
+
+        const answer = await h().run(openMany(tenant.id, [first, other, twin]))
+        const stored = await h().stored.conversations(tenant.id)
+        const kept = stored.find((c) => c.contact_id === first.contact_id)
+        expect([first, twin]).toContainEqual(kept)
+        expect(stored).toEqual([kept!, other].sort(byId))
+        expect(opened(answer)).toEqual({ conversations: stored, inserted: new Set([kept!.id, other.id]) })
+      })
+
+      it("fails whole with UniqueViolation for a candidate whose id another conversation has, storing none of the batch", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const closed = conversationRecord(tenant.id, { status: "closed" })
+        await h().run(insertAll([closed]))
+        const batch = [conversationRecord(tenant.id), conversationRecord(tenant.id, { id: closed.id })]
+
+        expect(await h().run(Effect.flip(openMany(tenant.id, batch)))).toMatchObject({ _tag: "StorageError", reason: "UniqueViolation" })
+        expect(await h().stored.conversations(tenant.id)).toEqual([closed])
+      })
+
+      it("resolves an empty batch to no conversations, storing nothing", async () => {
+        const { tenant } = await h().run(seedTenant)
+        expect(opened(await h().run(openMany(tenant.id, [])))).toEqual({ conversations: [], inserted: new Set() })
+        expect(await h().stored.conversations(tenant.id)).toEqual([])
+      })
+
+      it("neither finds another tenant's open conversation of the same pair nor is kept from opening its own", async () => {
+        const { a, b, conversationOfB } = await h().run(twoTenants)
+        const mine = conversationRecord(a.id, { channel_id: conversationOfB.channel_id, contact_id: conversationOfB.contact_id })
+
+        expect(opened(await h().run(openMany(a.id, [mine])))).toEqual({ conversations: [mine], inserted: new Set([mine.id]) })
+        expect((await h().stored.conversations(a.id)).filter((c) => c.contact_id === mine.contact_id)).toEqual([mine])
+        expect(await h().stored.conversations(b.id)).toEqual([conversationOfB])
+      })
+
+      it("opens and finds 1,200 conversations in one call, keeping awkward and JSON-looking text as text", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const awkward = (i: number) => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
+        const channels = [conversationRecord(tenant.id).channel_id, ...AWKWARD_TEXTS]
+        const candidates = Array.from({ length: 1_200 }, (_, i) =>
+          conversationRecord(tenant.id, {
+            // Awkward channel and contact ids too: the lookup must match them exactly.
+            channel_id: channels[i % channels.length]!,
+            contact_id: i < 2 * AWKWARD_TEXTS.length ? `${awkward(i)}${i < AWKWARD_TEXTS.length ? "" : " "}` : `contact-${i}`,
+            subject: i % 4 === 0 ? null : awkward(i),
+            created_at: at(`1${i % 10}:0${i % 6}`)
+          }))
+        // A third opened first: the call opens the rest and finds those.
+        const first = candidates.filter((_, i) => i % 3 === 1)
+        await h().run(openMany(tenant.id, first))
+        const again = candidates.map((c, i) =>
+          i % 3 === 1 ? conversationRecord(tenant.id, { channel_id: c.channel_id, contact_id: c.contact_id, subject: "Not stored" }) : c
+        )
+
+        const answer = await h().run(openMany(tenant.id, again))
+        const rest = candidates.filter((_, i) => i % 3 !== 1)
+        expect(opened(answer)).toEqual({ conversations: [...candidates].sort(byId), inserted: new Set(rest.map((c) => c.id)) })
+        expect(await h().stored.conversations(tenant.id)).toEqual([...candidates].sort(byId))
+      })
+
+      it("finds a conversation another open transaction opens once that one commits, and never doubles it (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const theirs = conversationRecord(tenant.id, { subject: "Opened by the other" })
+        const mine = conversationRecord(tenant.id, { channel_id: theirs.channel_id, contact_id: theirs.contact_id })
+        const fresh = conversationRecord(tenant.id, { channel_id: theirs.channel_id })
+
+        const { whileHeld, after } = await h().run(
+          contend({ hold: insertAll([theirs]), finish: () => Effect.void, contend: openMany(tenant.id, [mine, fresh]) })
+            .pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the other committed, it could neither find that conversation nor open its own.
+        expect(whileHeld).toEqual(Option.none())
+        expect(opened(after)).toEqual({ conversations: [theirs, fresh].sort(byId), inserted: new Set([fresh.id]) })
+        expect(await h().stored.conversations(tenant.id)).toEqual([theirs, fresh].sort(byId))
+      })
+    })
+
+    describe("noteMessages", () => {
+      it("moves the times to the latest of several notes of one conversation in one call, the inbound time to the latest inbound one", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const quiet = conversationRecord(tenant.id)
+        const busy = conversationRecord(tenant.id, { updated_at: at("10:00"), last_message_at: at("10:00"), last_inbound_at: at("09:00") })
+        await h().run(insertAll([quiet, busy]))
+
+        await h().run(noteMessages(tenant.id, [
+          { id: quiet.id, at: at("11:00"), inbound_at: at("11:00") },
+          { id: busy.id, at: at("10:30"), inbound_at: null },
+          { id: quiet.id, at: at("11:05"), inbound_at: null },
+          { id: quiet.id, at: at("11:03"), inbound_at: at("11:03") },
+          { id: quiet.id, at: at("11:03"), inbound_at: at("11:03") }
+        ]))
+        expect(await h().stored.conversations(tenant.id)).toEqual([
+          { ...quiet, updated_at: at("11:05"), last_message_at: at("11:05"), last_inbound_at: at("11:03") },
+          { ...busy, updated_at: at("10:30"), last_message_at: at("10:30") }
+        ].sort(byId))
+      })
+
+      it("moves no time back: a note older than what is stored changes nothing, a newer one only the times it is newer than", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const times = { updated_at: at("11:30"), last_message_at: at("11:00"), last_inbound_at: at("11:00") }
+        const [older, between] = [conversationRecord(tenant.id, times), conversationRecord(tenant.id, times)]
+        await h().run(insertAll([older, between]))
+
+        await h().run(noteMessages(tenant.id, [
+          { id: older.id, at: at("10:00"), inbound_at: at("10:00") },
+          { id: between.id, at: at("11:10"), inbound_at: at("10:50") }
+        ]))
+        expect(await h().stored.conversations(tenant.id)).toEqual([older, { ...between, last_message_at: at("11:10") }].sort(byId))
+      })
+
+      it("writes only the times: a status, subject and closing another writer stored after the read stay", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const read = conversationRecord(tenant.id, { subject: "Before" })
+        await h().run(insertAll([read]))
+        const closed: ConversationRecord = { ...read, status: "closed", subject: "Closed by an agent", closed_at: at("11:59"), updated_at: at("11:59") }
+        expect(await h().run(ConversationStore.use((s) => s.update(tenant.id, closed)))).toBe(true)
+
+        await h().run(noteMessages(read.tenant_id, [{ id: read.id, at: at("12:00"), inbound_at: at("12:00") }]))
+        expect(await h().stored.conversations(tenant.id))
+          .toEqual([{ ...closed, updated_at: at("12:00"), last_message_at: at("12:00"), last_inbound_at: at("12:00") }])
+      })
+
+      it("keeps a closing another open transaction commits meanwhile, with the note's times (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const read = conversationRecord(tenant.id)
+        await h().run(insertAll([read]))
+        const closed: ConversationRecord = { ...read, status: "closed", subject: "Closed by an agent", closed_at: at("11:59"), updated_at: at("11:59") }
+
+        await h().run(
+          contend({
+            hold: ConversationStore.use((s) => s.update(tenant.id, closed)),
+            finish: () => Effect.void,
+            contend: noteMessages(tenant.id, [{ id: read.id, at: at("12:00"), inbound_at: at("12:00") }])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        expect(await h().stored.conversations(tenant.id))
+          .toEqual([{ ...closed, updated_at: at("12:00"), last_message_at: at("12:00"), last_inbound_at: at("12:00") }])
+      })
+
+      it("changes nothing of another tenant's conversation, nor anything for an empty batch", async () => {
+        const { a, b, conversationOfA, conversationOfB } = await h().run(twoTenants)
+
+        await h().run(noteMessages(a.id, [{ id: conversationOfB.id, at: at("12:00"), inbound_at: at("12:00") }]))
+        await h().run(noteMessages(a.id, []))
+        expect(await h().stored.conversations(b.id)).toEqual([conversationOfB])
+        expect(await h().stored.conversations(a.id)).toEqual([conversationOfA])
+      })
+
+      it("takes 1,200 notes of 600 conversations in one call", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversations = Array.from({ length: 600 }, (_, i) =>
+          conversationRecord(tenant.id, i % 2 === 0 ? {} : { updated_at: at("10:30"), last_message_at: at("10:30"), last_inbound_at: at("10:30") }))
+        await h().run(openMany(tenant.id, conversations))
+        // Each gets an inbound note at 10:00 and an outbound one at 11:00, in either order.
+        const notes = conversations.flatMap((c, i): ReadonlyArray<Note> => {
+          const pair: ReadonlyArray<Note> = [{ id: c.id, at: at("10:00"), inbound_at: at("10:00") }, { id: c.id, at: at("11:00"), inbound_at: null }]
+          return i % 3 === 0 ? [...pair].reverse() : pair
+        })
+
+        await h().run(noteMessages(tenant.id, notes))
+        expect(await h().stored.conversations(tenant.id)).toEqual(
+          conversations.map((c) => ({ ...c, updated_at: at("11:00"), last_message_at: at("11:00"), last_inbound_at: c.last_inbound_at ?? at("10:00") }))
+            .sort(byId)
+        )
       })
     })
 

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import { AccountStore, type BillingAccountRecord, type UserRecord } from "../../src/ports/AccountStore.ts"
 import type { ApiKeyRecord } from "../../src/ports/ApiKeyStore.ts"
@@ -31,8 +31,10 @@ import type { CreditEntryRecord, SummaryRecord } from "../../src/ports/SummarySt
 import type { TeamChatChannelRecord, TeamChatMessageRecord } from "../../src/ports/TeamChatStore.ts"
 import type { TemplateRecord } from "../../src/ports/TemplateStore.ts"
 import { type TenantRecord, TenantStore } from "../../src/ports/TenantStore.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
 import type { WebhookEndpointRecord } from "../../src/ports/WebhookEndpointStore.ts"
 import * as EndpointMachine from "../../src/webhooks/EndpointMachine.ts"
+import type { StorageCapabilities } from "./StorageAdapter.ts"
 
 // Records are built with fresh ids and globally unique values (emails, slugs, lookups), so tests
 // sharing one database never collide.
@@ -711,3 +713,42 @@ export const seedTenant: Effect.Effect<
   yield* TenantStore.use((s) => s.insert(tenant))
   return { user, account, tenant }
 })
+
+/**
+ * Text a batch passes through JSON on its way in, to keep exactly: unicode, quotes, backslashes,
+ * control characters (no NUL: PostgreSQL text holds none), SQL and JSON path look-alikes, and strings
+ * that would parse as JSON (an object, an array, `null`, a boolean, numbers) and must stay text.
+ */
+export const AWKWARD_TEXTS: ReadonlyArray<string> = [
+  `{"a":1}`,
+  "[1,2]",
+  "null",
+  "true",
+  "12",
+  "-0.50",
+  "1e3",
+  `"quoted"`,
+  "O'Brien",
+  "back\\slash \\u0041",
+  "tab\tnew\nline\rcarriage \u0001\u001f",
+  "Zoë Ñandú 山田太郎 🚀👍🏽",
+  "\u2028\u2029 \ufeff",
+  "",
+  "  ",
+  "$1 ? $.key",
+  "'; DROP TABLE contacts; --"
+]
+
+/**
+ * The adapter's Transactor for a test of two contending transactions, or undefined when it cannot
+ * hold them apart: it runs one transaction at a time, or provides no Transactor (a suite run on its
+ * port alone); the test then skips with `NEEDS_CONTENTION`.
+ */
+export const contentionTransactor = async (harness: {
+  readonly capabilities: StorageCapabilities
+  readonly run: <A, E>(effect: Effect.Effect<A, E, never>) => Promise<A>
+}): Promise<Transactor["Service"] | undefined> =>
+  harness.capabilities.concurrentConnections ? Option.getOrUndefined(await harness.run(Effect.serviceOption(Transactor))) : undefined
+
+/** Why a test of contending transactions skipped. */
+export const NEEDS_CONTENTION = "needs several connections and the Transactor: the adapter holds no two transactions apart"

@@ -4,7 +4,7 @@ import { traceparentOf } from "../../src/kernel/TraceContext.ts"
 import { type InboundClaim, type InboundOutcome, type InboundPayloadRecord, InboundStore } from "../../src/ports/InboundStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
 import { contend } from "./Contention.ts"
-import { inboundPayloadRecord } from "./Fixtures.ts"
+import { AWKWARD_TEXTS, inboundPayloadRecord } from "./Fixtures.ts"
 import { makeSuite, type Suite } from "./Harness.ts"
 
 /** What the InboundStore suite runs against: the port, and transactions for what commits with a handled item. */
@@ -123,6 +123,55 @@ export const inboundStoreSuite: Suite<InboundPorts, "inboundPayload" | "inboundH
       expect(Object.fromEntries(claims.map((c) => [c.payload.id, c.trace_context])))
         .toEqual({ [traced.id]: storedUnder, [untraced.id]: null })
       expect(storedUnder).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+    })
+
+    describe("insertMany", () => {
+      const traceparent = () => `00-${globalThis.crypto.randomUUID().replaceAll("-", "")}-${"ab".repeat(8)}-01`
+
+      it("stores several payloads in one call, each with its bytes and its own trace context, claimed in the order given", async () => {
+        const rows = [
+          { payload: inboundPayloadRecord({ body: AWKWARD_BYTES }), traceContext: traceparent() },
+          { payload: inboundPayloadRecord({ body: new Uint8Array(0), content_type: null }), traceContext: null },
+          {
+            payload: inboundPayloadRecord({ source: "email", route_key: `integration-${globalThis.crypto.randomUUID()}` }),
+            traceContext: traceparent()
+          },
+          { payload: inboundPayloadRecord(), traceContext: traceparent() },
+          { payload: inboundPayloadRecord(), traceContext: null }
+        ]
+        await h().run(store((s) => s.insertMany(rows)))
+
+        for (const { payload } of rows) expect(await h().stored.inboundPayload(payload.id)).toEqual(payload)
+        const holder = newHolder()
+        // They tie on both times, so the claim takes them in the order they were stored.
+        expect(await claim({ holder })).toEqual(
+          rows.map(({ payload, traceContext }) => ({ payload: asClaimed(payload), holder, trace_context: traceContext }))
+        )
+      })
+
+      it("stores a batch larger than one statement takes, in its order, and nothing for an empty one", async () => {
+        const payloads = Array.from({ length: 300 }, () => inboundPayloadRecord())
+        await h().run(store((s) => Effect.andThen(s.insertMany([]), s.insertMany(payloads.map((payload) => ({ payload, traceContext: null }))))))
+
+        expect(ids(await claim())).toEqual(payloads.map((p) => p.id))
+      })
+
+      it("stores all or none: a batch with a payload whose id is taken fails and stores none of the others", async () => {
+        const taken = inboundPayloadRecord()
+        await insert([taken])
+        const [held] = await claim()
+        for (const size of [3, 300]) {
+          const others = Array.from({ length: size - 1 }, () => inboundPayloadRecord())
+          const failed = await h().run(Effect.flip(store((s) =>
+            s.insertMany([...others, { ...taken, body: new Uint8Array([1]) }].map((payload) => ({ payload, traceContext: null })))
+          )))
+
+          expect(failed).toMatchObject({ _tag: "StorageError", reason: "UniqueViolation" })
+          for (const other of others) expect(await h().stored.inboundPayload(other.id)).toBeUndefined()
+        }
+        expect(await h().stored.inboundPayload(taken.id)).toEqual(asClaimed(taken))
+        expect(await finish(taken.id, held!.holder, { status: "processed", note: null })).toBe(true)
+      })
     })
 
     describe("claim", () => {
@@ -327,6 +376,173 @@ export const inboundStoreSuite: Suite<InboundPorts, "inboundPayload" | "inboundH
 
         expect(await h().run(Transactor.use((t) => t.withTransaction(handle)))).toBe(true)
         expect(await h().run(Transactor.use((t) => t.withTransaction(handle)))).toBe(false)
+      })
+    })
+
+    describe("finishMany", () => {
+      const finishMany = (tries: ReadonlyArray<{ readonly id: string; readonly holder: string; readonly outcome: InboundOutcome }>, when = at("12:00:30.000")) =>
+        h().run(store((s) => s.finishMany(tries, when)))
+
+      it("records how each try ended in one call: a processed or failed one with its time of processing, a retry pending at its next attempt", async () => {
+        const [processed, failed, retried] = [inboundPayloadRecord(), inboundPayloadRecord(), inboundPayloadRecord()]
+        await insert([processed!, failed!, retried!])
+        const holder = newHolder()
+        expect(ids(await claim({ holder }))).toEqual([processed!.id, failed!.id, retried!.id])
+        const retryAt = at("12:10:00.000")
+
+        expect(await finishMany([
+          { id: processed!.id, holder, outcome: { status: "processed", note: null } },
+          { id: failed!.id, holder, outcome: { status: "failed", note: "not JSON" } },
+          { id: retried!.id, holder, outcome: { status: "pending", note: "database busy", nextAttemptAt: retryAt } }
+        ])).toEqual(new Set([processed!.id, failed!.id, retried!.id]))
+        const done = { lease_until: null, processed_at: at("12:00:30.000") }
+        expect(await h().stored.inboundPayload(processed!.id)).toEqual({ ...asClaimed(processed!), ...done, status: "processed" })
+        expect(await h().stored.inboundPayload(failed!.id)).toEqual({ ...asClaimed(failed!), ...done, status: "failed", note: "not JSON" })
+        const retrying = { ...asClaimed(retried!), lease_until: null, next_attempt_at: retryAt, note: "database busy" }
+        expect(await h().stored.inboundPayload(retried!.id)).toEqual(retrying)
+        expect(await claim({ now: at("12:09:59.999") })).toEqual([])
+        expect((await claim({ now: retryAt, leaseUntil: at("12:12:00.000") })).map((c) => c.payload))
+          .toEqual([{ ...retrying, attempts: 2, lease_until: at("12:12:00.000") }])
+      })
+
+      it("finishes only the tries whose holder still holds them: not a late holder's, a finished one's or an unknown payload's", async () => {
+        const [taken, done, held] = [inboundPayloadRecord(), inboundPayloadRecord(), inboundPayloadRecord()]
+        await insert([taken!, done!, held!])
+        const late = newHolder()
+        await claim({ holder: late })
+        expect(await finish(done!.id, late, { status: "processed", note: null }, at("12:00:10.000"))).toBe(true)
+        // The lease passed: the other two are another holder's now.
+        const current = newHolder()
+        expect(ids(await claim({ now: LEASE_UNTIL, leaseUntil: at("12:04:00.000"), holder: current }))).toEqual([taken!.id, held!.id])
+
+        expect(await finishMany([
+          { id: taken!.id, holder: late, outcome: { status: "failed", note: "late" } },
+          { id: done!.id, holder: late, outcome: { status: "failed", note: "again" } },
+          { id: held!.id, holder: late, outcome: { status: "failed", note: "late" } },
+          { id: held!.id, holder: current, outcome: { status: "processed", note: null } },
+          { id: inboundPayloadRecord().id, holder: current, outcome: { status: "processed", note: null } }
+        ], at("12:02:30.000"))).toEqual(new Set([held!.id]))
+        expect(await h().stored.inboundPayload(taken!.id)).toEqual(asClaimed(taken!, 2, at("12:04:00.000")))
+        expect(await h().stored.inboundPayload(done!.id)).toEqual({ ...done!, attempts: 1, status: "processed", processed_at: at("12:00:10.000") })
+        expect(await h().stored.inboundPayload(held!.id)).toEqual({ ...held!, attempts: 2, status: "processed", processed_at: at("12:02:30.000") })
+      })
+
+      it("finishes a try given twice in one batch once, and resolves an empty batch to none", async () => {
+        const payload = inboundPayloadRecord()
+        await insert([payload])
+        const [claimed] = await claim()
+        const twice = { id: payload.id, holder: claimed!.holder, outcome: { status: "processed", note: null } } as const
+
+        expect(await finishMany([twice, twice])).toEqual(new Set([payload.id]))
+        expect(await finishMany([])).toEqual(new Set())
+        expect(await h().stored.inboundPayload(payload.id))
+          .toEqual({ ...asClaimed(payload), lease_until: null, status: "processed", processed_at: at("12:00:30.000") })
+      })
+
+      it("finishes 1,200 tries in one call, keeping awkward and JSON-looking notes as text", async () => {
+        const payloads = Array.from({ length: 1_200 }, () => inboundPayloadRecord())
+        await h().run(store((s) => s.insertMany(payloads.map((payload) => ({ payload, traceContext: null })))))
+        const holder = newHolder()
+        expect(ids(await claim({ holder, limit: 2_000 })).sort()).toEqual(payloads.map((p) => p.id).sort())
+        const note = (i: number) => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
+        const outcomeOf = (i: number): InboundOutcome =>
+          i % 4 === 0
+            ? { status: "processed", note: null }
+            : i % 4 === 1
+            ? { status: "processed", note: note(i) }
+            : i % 4 === 2
+            ? { status: "failed", note: note(i) }
+            : { status: "pending", note: note(i), nextAttemptAt: at("12:10:00.000") }
+
+        expect(await finishMany(payloads.map((p, i) => ({ id: p.id, holder, outcome: outcomeOf(i) }))))
+          .toEqual(new Set(payloads.map((p) => p.id)))
+        const expected = payloads.map((p, i) => {
+          const outcome = outcomeOf(i)
+          return outcome.status === "pending"
+            ? { ...asClaimed(p), lease_until: null, note: outcome.note, next_attempt_at: outcome.nextAttemptAt }
+            : { ...asClaimed(p), lease_until: null, status: outcome.status, note: outcome.note, processed_at: at("12:00:30.000") }
+        })
+        expect(await Promise.all(payloads.map((p) => h().stored.inboundPayload(p.id)))).toEqual(expected)
+      })
+
+      it("loses to a finish of the same try in another open transaction, and leaves that one's outcome (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const [contested, other] = [inboundPayloadRecord(), inboundPayloadRecord()]
+        await insert([contested!, other!])
+        const holder = newHolder()
+        await claim({ holder })
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: store((s) => s.finish(contested!.id, holder, { status: "processed", note: "by the other" }, at("12:00:10.000"))),
+          finish: () => Effect.void,
+          contend: store((s) =>
+            s.finishMany([
+              { id: contested!.id, holder, outcome: { status: "failed", note: "second" } },
+              { id: other!.id, holder, outcome: { status: "failed", note: "second" } }
+            ], at("12:00:30.000"))
+          )
+        }))
+        // Answering before the other committed, it would have finished the try under that writer.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([other!.id]))
+        expect(await h().stored.inboundPayload(contested!.id))
+          .toEqual({ ...asClaimed(contested!), lease_until: null, status: "processed", note: "by the other", processed_at: at("12:00:10.000") })
+        expect(await h().stored.inboundPayload(other!.id))
+          .toEqual({ ...asClaimed(other!), lease_until: null, status: "failed", note: "second", processed_at: at("12:00:30.000") })
+      })
+    })
+
+    describe("markHandledMany", () => {
+      const markMany = (source: "chatapp" | "email", keys: ReadonlyArray<string>, when: string) =>
+        h().run(store((s) => s.markHandledMany(source, keys, when)))
+
+      it("records every key not handled yet and resolves to those: one handled before, or given twice in the batch, counts once", async () => {
+        const [before, k1, k2, k3] = [0, 1, 2, 3].map((i) => `wamid.${globalThis.crypto.randomUUID()}:${i}`)
+        expect(await h().run(store((s) => s.markHandled("chatapp", before!, at("11:00:00.000"))))).toBe(true)
+
+        expect(await markMany("chatapp", [before!, k1!, k2!, k1!], at("12:00:00.000"))).toEqual(new Set([k1, k2]))
+        expect(await markMany("chatapp", [k2!, k3!], at("12:05:00.000"))).toEqual(new Set([k3]))
+        expect(await markMany("email", [before!], at("12:06:00.000"))).toEqual(new Set([before]))
+        expect(await markMany("chatapp", [], at("12:07:00.000"))).toEqual(new Set())
+        expect(await h().stored.inboundHandled("chatapp", before!)).toBe(at("11:00:00.000"))
+        expect(await h().stored.inboundHandled("chatapp", k1!)).toBe(at("12:00:00.000"))
+        expect(await h().stored.inboundHandled("chatapp", k2!)).toBe(at("12:00:00.000"))
+        expect(await h().stored.inboundHandled("chatapp", k3!)).toBe(at("12:05:00.000"))
+        expect(await h().stored.inboundHandled("email", before!)).toBe(at("12:06:00.000"))
+      })
+
+      it("records 1,200 keys in one call, awkward and JSON-looking ones kept as text", async () => {
+        // The awkward keys exactly as they are, on the one source no other test marks them on.
+        const keys = [...AWKWARD_TEXTS, ...Array.from({ length: 1_200 - AWKWARD_TEXTS.length }, (_, i) => `wamid.${globalThis.crypto.randomUUID()}:${i}`)]
+
+        expect(await markMany("email", keys, at("12:00:00.000"))).toEqual(new Set(keys))
+        expect(await Promise.all(keys.map((key) => h().stored.inboundHandled("email", key)))).toEqual(keys.map(() => at("12:00:00.000")))
+        expect(await markMany("email", [...AWKWARD_TEXTS, `{"a": 1}`], at("12:01:00.000"))).toEqual(new Set([`{"a": 1}`]))
+      })
+
+      it("keeps no key of a batch marked in a transaction that fails", async () => {
+        const keys = [`wamid.${globalThis.crypto.randomUUID()}`, `wamid.${globalThis.crypto.randomUUID()}`]
+        const handle = store((s) => s.markHandledMany("chatapp", keys, NOW))
+
+        await h().run(Effect.flip(Transactor.use((t) => t.withTransaction(Effect.andThen(handle, Effect.fail(new UseCaseFailed()))))))
+        for (const key of keys) expect(await h().stored.inboundHandled("chatapp", key)).toBeUndefined()
+        expect(await h().run(Transactor.use((t) => t.withTransaction(handle)))).toEqual(new Set(keys))
+      })
+
+      it("does not report a key another open transaction marked, once that one commits (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const [theirs, mine] = [`wamid.${globalThis.crypto.randomUUID()}`, `wamid.${globalThis.crypto.randomUUID()}`]
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: store((s) => s.markHandled("chatapp", theirs, at("11:00:00.000"))),
+          finish: () => Effect.void,
+          contend: store((s) => s.markHandledMany("chatapp", [theirs, mine], at("12:00:00.000")))
+        }))
+        // Answering before the other committed, it would have reported that key new as well.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([mine]))
+        expect(await h().stored.inboundHandled("chatapp", theirs)).toBe(at("11:00:00.000"))
+        expect(await h().stored.inboundHandled("chatapp", mine)).toBe(at("12:00:00.000"))
       })
     })
   }

@@ -4,7 +4,9 @@ import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import { type MessageRecord, type MessageStatusReport, MessageStore } from "../../src/ports/MessageStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
-import { conversationRecord, messageRecord, seedTenant } from "./Fixtures.ts"
+import { Transactor } from "../../src/ports/Transactor.ts"
+import { contend } from "./Contention.ts"
+import { AWKWARD_TEXTS, contentionTransactor, conversationRecord, messageRecord, NEEDS_CONTENTION, seedTenant } from "./Fixtures.ts"
 import { byId, makeSuite, type Suite, type UseHarness } from "./Harness.ts"
 
 type UseMessages = UseHarness<MessageStore | TenantStore | AccountStore, "messages" | "messageStatuses">
@@ -61,6 +63,33 @@ const report = (tenantId: string, channelId: string, externalId: string, overrid
 /** Orders status reports the way none of their fields does alone, so stored lists compare whole. */
 const byReport = (a: MessageStatusReport, b: MessageStatusReport) =>
   `${a.external_id} ${a.status}`.localeCompare(`${b.external_id} ${b.status}`)
+
+const awkward = (i: number): string => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
+
+/** The status columns a move writes. */
+type StatusState = Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+
+/** A move of `message` from its state as read to that state with `to` over it. */
+const moveOf = (message: MessageRecord, to: Partial<StatusState>) => ({
+  id: message.id,
+  expected: { status: message.status, updated_at: message.updated_at },
+  to: {
+    status: message.status,
+    error: message.error,
+    sent_at: message.sent_at,
+    delivered_at: message.delivered_at,
+    read_at: message.read_at,
+    failed_at: message.failed_at,
+    updated_at: message.updated_at,
+    ...to
+  }
+})
+
+const moveStatuses = (tenantId: string, moves: ReadonlyArray<ReturnType<typeof moveOf>>) =>
+  MessageStore.use((s) => s.moveStatuses(tenantId, moves))
+
+const findByExternalIds = (h: UseMessages, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
+  h().run(MessageStore.use((s) => s.findByExternalIds(tenantId, channelId, externalIds))).then((found) => [...found].sort(byId))
 
 // A conversation in each of two tenants, with one message each.
 const twoTenants = Effect.gen(function*() {
@@ -277,6 +306,255 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
         expect(await statusesOf(h, tenant.id, here, "wamid.shared")).toEqual([onHere])
         expect(await statusesOf(h, tenant.id, there, "wamid.shared")).toEqual([{ ...onThere, status: "sent" }, onThere])
         expect(await statusesOf(h, tenant.id, here, "wamid.nothing")).toEqual([])
+      })
+    })
+
+    describe("insertMany", () => {
+      it("keeps text and content that look like JSON as that text, and a null text null", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = [`{"a":1}`, "[1,2]", "null", "true", "12", null].map((text) =>
+          messageRecord(conversation, { text, content: text === null ? {} : { raw: text, [text]: [text, null] } }))
+
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+        expect(await h().stored.messages(tenant.id)).toEqual([...messages].sort(byId))
+        expect(await getMessage(h, tenant.id, messages[0]!.id)).toEqual(messages[0])
+      })
+
+      it("stores 1,200 messages in one call, every field, with awkward text, several without an operator id", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversations = [conversationRecord(tenant.id), conversationRecord(tenant.id)]
+        const messages = Array.from({ length: 1_200 }, (_, i) =>
+          messageRecord(conversations[i % 2]!, {
+            direction: i % 3 === 0 ? "outbound" : "inbound",
+            text: i % 5 === 0 ? null : awkward(i),
+            content: i % 4 === 0 ? {} : i % 4 === 1 ? RICH_CONTENT : { raw: awkward(i), list: [awkward(i + 1), null] },
+            status: i % 3 === 0 ? "failed" : "received",
+            // The first operator ids are the awkward texts themselves, and every 7th message has none.
+            external_id: i < AWKWARD_TEXTS.length ? awkward(i) : i % 7 === 0 ? null : `wamid.${i}.${globalThis.crypto.randomUUID()}`,
+            error: i % 3 === 0 ? { code: i, title: i % 2 === 0 ? null : awkward(i), message: awkward(i + 2), details: null } : null,
+            created_at: at(`10:${String(i % 60).padStart(2, "0")}:00.000`),
+            updated_at: i % 3 === 0 ? at("11:00:00.000") : null,
+            failed_at: i % 3 === 0 ? at("11:00:00.000") : null
+          }))
+
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+        expect(await h().stored.messages(tenant.id)).toEqual([...messages].sort(byId))
+      })
+
+      it("fails whole with UniqueViolation for an operator id stored on the channel or given twice in the batch, storing none", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const first = messageRecord(conversation)
+        await h().run(insertAll([first]))
+        const insertMany = (messages: ReadonlyArray<MessageRecord>) => h().run(Effect.flip(MessageStore.use((s) => s.insertMany(messages))))
+
+        expectExternalIdUniqueViolation(await insertMany([messageRecord(conversation), messageRecord(conversation, { external_id: first.external_id })]))
+        const twins = [messageRecord(conversation, { external_id: "wamid.twice" }), messageRecord(conversation, { external_id: "wamid.twice" })]
+        expectExternalIdUniqueViolation(await insertMany([messageRecord(conversation), ...twins]))
+        expect(await h().stored.messages(tenant.id)).toEqual([first])
+      })
+
+      it("stores nothing for an empty batch", async () => {
+        const { tenant } = await h().run(seedTenant)
+        await h().run(MessageStore.use((s) => s.insertMany([])))
+        expect(await h().stored.messages(tenant.id)).toEqual([])
+      })
+    })
+
+    describe("recordStatuses", () => {
+      it("keeps each report not kept already: the same status of one id twice in a batch, or kept before, once", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const kept = report(tenant.id, channelId, "wamid.one")
+        expect(await record(h, kept)).toBe(true)
+        const delivered = [
+          report(tenant.id, channelId, "wamid.one", { status: "delivered", received_at: at("12:00:02.000") }),
+          report(tenant.id, channelId, "wamid.one", { status: "delivered", received_at: at("12:00:03.000") })
+        ]
+        const failed = report(tenant.id, channelId, "wamid.two", {
+          status: "failed",
+          error: { code: null, title: `{"a":1}`, message: "[1,2]", details: "null" }
+        })
+
+        await h().run(MessageStore.use((s) => s.recordStatuses([{ ...kept, received_at: at("12:00:09.000") }, delivered[0]!, failed, delivered[1]!])))
+        const stored = [...await h().stored.messageStatuses(tenant.id)].sort(byReport)
+        const keptDelivered = stored.find((r) => r.status === "delivered")
+        expect(delivered).toContainEqual(keptDelivered)
+        expect(stored).toEqual([kept, keptDelivered!, failed].sort(byReport))
+      })
+
+      it("keeps 1,200 reports in one call, with awkward operator ids and errors", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const statuses = ["sent", "delivered", "read", "failed"] as const
+        const reports = Array.from({ length: 1_200 }, (_, i) =>
+          report(tenant.id, channelId, i < 4 * AWKWARD_TEXTS.length ? awkward(Math.floor(i / 4)) : `wamid.${Math.floor(i / 4)}`, {
+            status: statuses[i % 4]!,
+            error: i % 4 === 3 ? { code: i, title: awkward(i), message: awkward(i + 1), details: i % 8 === 3 ? null : awkward(i + 2) } : null
+          }))
+
+        await h().run(MessageStore.use((s) => s.recordStatuses(reports)))
+        expect([...await h().stored.messageStatuses(tenant.id)].sort(byReport)).toEqual([...reports].sort(byReport))
+      })
+
+      it("keeps nothing for an empty batch", async () => {
+        const { tenant } = await h().run(seedTenant)
+        await h().run(MessageStore.use((s) => s.recordStatuses([])))
+        expect(await h().stored.messageStatuses(tenant.id)).toEqual([])
+      })
+
+      it("keeps the report another open transaction keeps of the same status, once it commits, and the batch's others (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const theirs = report(tenant.id, channelId, "wamid.one")
+        const delivered = report(tenant.id, channelId, "wamid.one", { status: "delivered", received_at: at("12:00:02.000") })
+
+        const { whileHeld } = await h().run(
+          contend({
+            hold: MessageStore.use((s) => s.recordStatus(theirs)),
+            finish: () => Effect.void,
+            contend: MessageStore.use((s) => s.recordStatuses([{ ...theirs, received_at: at("12:00:09.000") }, delivered]))
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        expect(whileHeld).toEqual(Option.none())
+        expect([...await h().stored.messageStatuses(tenant.id)].sort(byReport)).toEqual([delivered, theirs])
+      })
+    })
+
+    describe("findByExternalIds", () => {
+      it("finds the messages of the operator ids on the channel, once each, leaving out unknown ids, other channels' and other tenants'", async () => {
+        const { a, b, messageOfA, messageOfB } = await h().run(twoTenants)
+        const conversation = conversationRecord(a.id, { channel_id: messageOfA.channel_id })
+        const second = messageRecord(conversation)
+        const elsewhere = messageRecord(conversationRecord(a.id), { external_id: second.external_id })
+        const theirsHere = messageRecord(conversationRecord(b.id, { channel_id: messageOfA.channel_id }))
+        await h().run(insertAll([second, elsewhere, theirsHere]))
+
+        const asked = [messageOfA.external_id!, second.external_id!, second.external_id!, "wamid.unknown", theirsHere.external_id!, messageOfB.external_id!]
+        expect(await findByExternalIds(h, a.id, messageOfA.channel_id, asked)).toEqual([messageOfA, second].sort(byId))
+        expect(await findByExternalIds(h, b.id, messageOfA.channel_id, asked)).toEqual([theirsHere])
+        expect(await findByExternalIds(h, a.id, messageOfA.channel_id, [])).toEqual([])
+      })
+
+      it("finds 1,200 messages in one call, by awkward and JSON-looking operator ids too", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = Array.from({ length: 1_200 }, (_, i) =>
+          messageRecord(conversation, { external_id: i < AWKWARD_TEXTS.length ? awkward(i) : `wamid.${i}` }))
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+
+        const asked = [...messages.map((m) => m.external_id!), "wamid.unknown", `{"a": 1}`]
+        expect(await findByExternalIds(h, tenant.id, conversation.channel_id, asked)).toEqual([...messages].sort(byId))
+      })
+    })
+
+    describe("moveStatuses", () => {
+      it("moves each message still standing as read, writing only the status columns, and resolves to the ids it moved", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const sent = messageRecord(conversation, { direction: "outbound", status: "sent", updated_at: at("12:00:01.000"), sent_at: at("12:00:01.000") })
+        const pending = messageRecord(conversation, { direction: "outbound", status: "pending", external_id: null })
+        await h().run(insertAll([sent, pending]))
+        // Another writer changes the text after the read, keeping the status as it stood.
+        const edited: MessageRecord = { ...sent, text: "Edited meanwhile", content: { edited: true } }
+        expect(await h().run(MessageStore.use((s) => s.update(tenant.id, edited)))).toBe(true)
+        const delivered = { status: "delivered", delivered_at: at("12:00:02.000"), updated_at: at("12:00:02.000") } as const
+        const failed = {
+          status: "failed",
+          error: { code: 131_026, title: `{"a":1}`, message: "Receiver is incapable 🚫 \"quoted\"", details: null },
+          failed_at: at("12:00:03.000"),
+          updated_at: at("12:00:03.000")
+        } as const
+
+        const moved = await h().run(moveStatuses(tenant.id, [moveOf(sent, delivered), moveOf(pending, failed)]))
+        expect(moved).toEqual(new Set([sent.id, pending.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...edited, ...delivered }, { ...pending, ...failed }].sort(byId))
+      })
+
+      it("leaves a message another writer moved since the read, by status or time, and leaves it out of the ids moved", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const outbound = { direction: "outbound", status: "sent", updated_at: at("12:00:01.000"), sent_at: at("12:00:01.000") } as const
+        const [byStatus, byTime, standing] = [messageRecord(conversation, outbound), messageRecord(conversation, outbound), messageRecord(conversation, outbound)]
+        await h().run(insertAll([byStatus, byTime, standing]))
+        const movedMeanwhile: ReadonlyArray<MessageRecord> = [
+          { ...byStatus, status: "read", read_at: at("12:00:05.000"), updated_at: at("12:00:05.000") },
+          { ...byTime, updated_at: at("12:00:04.000") }
+        ]
+        for (const m of movedMeanwhile) expect(await h().run(MessageStore.use((s) => s.update(tenant.id, m)))).toBe(true)
+        const delivered = { status: "delivered", delivered_at: at("12:00:02.000"), updated_at: at("12:00:02.000") } as const
+
+        const moved = await h().run(moveStatuses(tenant.id, [byStatus, byTime, standing].map((m) => moveOf(m, delivered))))
+        expect(moved).toEqual(new Set([standing.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([...movedMeanwhile, { ...standing, ...delivered }].sort(byId))
+      })
+
+      it("moves a message given twice in one batch once, to one of its moves", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [twice, rivals] = [messageRecord(conversation, { status: "sent" }), messageRecord(conversation, { status: "sent" })]
+        await h().run(insertAll([twice, rivals]))
+        const delivered = { status: "delivered", delivered_at: at("12:00:02.000"), updated_at: at("12:00:02.000") } as const
+        const read = { status: "read", read_at: at("12:00:03.000"), updated_at: at("12:00:03.000") } as const
+
+        const moved = await h().run(moveStatuses(tenant.id, [moveOf(twice, delivered), moveOf(rivals, delivered), moveOf(twice, delivered), moveOf(rivals, read)]))
+        expect(moved).toEqual(new Set([twice.id, rivals.id]))
+        const stored = await h().stored.messages(tenant.id)
+        expect([{ ...rivals, ...delivered }, { ...rivals, ...read }]).toContainEqual(stored.find((m) => m.id === rivals.id))
+        expect(stored.find((m) => m.id === twice.id)).toEqual({ ...twice, ...delivered })
+      })
+
+      it("never moves another tenant's message, and moves nothing for an empty batch", async () => {
+        const { a, b, messageOfA, messageOfB } = await h().run(twoTenants)
+        const read = { status: "read", read_at: at("12:00:03.000"), updated_at: at("12:00:03.000") } as const
+
+        expect(await h().run(moveStatuses(a.id, [moveOf(messageOfB, read)]))).toEqual(new Set())
+        expect(await h().run(moveStatuses(a.id, []))).toEqual(new Set())
+        expect(await h().stored.messages(b.id)).toEqual([messageOfB])
+        expect(await h().stored.messages(a.id)).toEqual([messageOfA])
+      })
+
+      it("moves 1,200 messages in one call, with awkward errors", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = Array.from({ length: 1_200 }, (_, i) =>
+          messageRecord(conversation, { direction: "outbound", status: "sent", updated_at: i % 2 === 0 ? null : at("12:00:01.000") }))
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+        const toOf = (i: number): Partial<StatusState> =>
+          i % 3 === 0
+            ? { status: "failed", error: { code: i, title: awkward(i), message: awkward(i + 1), details: null }, failed_at: at("12:00:05.000"), updated_at: at("12:00:05.000") }
+            : { status: "delivered", delivered_at: at("12:00:04.000"), updated_at: at("12:00:04.000") }
+
+        const moved = await h().run(moveStatuses(tenant.id, messages.map((m, i) => moveOf(m, toOf(i)))))
+        expect(moved).toEqual(new Set(messages.map((m) => m.id)))
+        expect(await h().stored.messages(tenant.id)).toEqual(messages.map((m, i) => ({ ...m, ...toOf(i) })).sort(byId))
+      })
+
+      it("loses to a move in another open transaction: reports the id not moved and leaves that writer's row (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const sent = messageRecord(conversation, { direction: "outbound", status: "sent", updated_at: at("12:00:01.000") })
+        const other = messageRecord(conversation, { direction: "outbound", status: "sent", updated_at: at("12:00:01.000") })
+        await h().run(insertAll([sent, other]))
+        const read = { status: "read", read_at: at("12:00:03.000"), updated_at: at("12:00:03.000") } as const
+        const delivered = { status: "delivered", delivered_at: at("12:00:02.000"), updated_at: at("12:00:02.000") } as const
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: moveStatuses(tenant.id, [moveOf(sent, read)]),
+            finish: () => Effect.void,
+            contend: moveStatuses(tenant.id, [moveOf(sent, delivered), moveOf(other, delivered)])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the other committed, it would have moved the message under that writer.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([other.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...sent, ...read }, { ...other, ...delivered }].sort(byId))
       })
     })
 

@@ -14,7 +14,7 @@ import {
 } from "../../../src/ports/CampaignStore.ts"
 import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { CampaignBatchesTable, CampaignRecipientsTable, CampaignsTable, Db } from "../Database.ts"
-import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
+import { filterOnly, jsonBatch } from "../JsonBatch.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
 const integerOrNull = (value: number | string | null): number | null => (value === null ? null : Number(value))
@@ -101,17 +101,18 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
       dialect: connection.dialect,
       name: "campaign-recipients-by-external-ids",
       columns: ["external_id"],
-      template: (rows) =>
+      template: (_rows, keyIn) =>
         `SELECT * FROM campaign_recipients WHERE channel_id = $2
-        AND ${among(connection.dialect, "external_id", `SELECT r.external_id FROM ${rows}`)} AND tenant_id = $3`
+        AND ${keyIn("external_id")} AND ${filterOnly("tenant_id")} = $3`
     })
     const moveRecipients = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-move",
       columns: ["campaign_id", ["seq", "integer"], "expected", "state", "error", "updated_at"],
-      template: (rows) =>
+      template: (rows, keyIn) =>
         `UPDATE campaign_recipients SET state = r.state, error = r.error, updated_at = r.updated_at
-        FROM ${rows} WHERE ${filterOnly("campaign_recipients.tenant_id")} = $2 AND campaign_recipients.campaign_id = r.campaign_id AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
+        FROM ${rows} WHERE ${keyIn("campaign_recipients.campaign_id")} AND ${keyIn("campaign_recipients.seq")}
+        AND ${filterOnly("campaign_recipients.tenant_id")} = $2 AND campaign_recipients.campaign_id = r.campaign_id AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
         RETURNING campaign_recipients.campaign_id, campaign_recipients.seq`
     })
     return CampaignStore.of({

@@ -2,7 +2,7 @@ import { Effect, Layer, Option } from "effect"
 import { type ContactRecord, ContactStore } from "../../../src/ports/ContactStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ContactsTable } from "../Database.ts"
-import { among, jsonBatch } from "../JsonBatch.ts"
+import { jsonBatch } from "../JsonBatch.ts"
 
 const CONTACT_COLUMNS = ["id", "tenant_id", "name", "phone", "email", "language", "custom_fields", "created_at", "updated_at"]
 
@@ -39,7 +39,7 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
       dialect,
       name: "contacts-by-phones",
       columns: ["phone"],
-      template: (rows) => `SELECT * FROM contacts WHERE tenant_id = $2 AND ${among(dialect, "phone", `SELECT r.phone FROM ${rows}`)}`
+      template: (_rows, keyIn) => `SELECT * FROM contacts WHERE tenant_id = $2 AND ${keyIn("phone")}`
     })
     return ContactStore.of({
       // Most senders are known: a look first, and an insert only of the phones not found (in phone
@@ -54,9 +54,12 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
           const missing = candidates.filter((c) => !known.has(c.phone)).sort((a, b) => (a.phone! < b.phone! ? -1 : 1))
           if (missing.length === 0) return { contacts: found, inserted: new Set<string>() }
           const inserted = new Set((await insertMany.run<{ readonly id: string }>(db, missing.map(toRow))).map((row) => row.id))
-          const raced = missing.filter((c) => !inserted.has(c.id))
+          const stored = missing.filter((c) => inserted.has(c.id))
+          // A phone given twice is stored once: only a phone none of the batch took was another transaction's.
+          const storedPhones = new Set(stored.map((c) => c.phone))
+          const raced = missing.filter((c) => !inserted.has(c.id) && !storedPhones.has(c.phone))
           return {
-            contacts: [...found, ...missing.filter((c) => inserted.has(c.id)), ...(raced.length === 0 ? [] : await look(raced.map((c) => c.phone)))],
+            contacts: [...found, ...stored, ...(raced.length === 0 ? [] : await look(raced.map((c) => c.phone)))],
             inserted
           }
         }),

@@ -3,7 +3,7 @@ import { sql } from "kysely"
 import { type ConversationKind, type ConversationRecord, type ConversationStatus, ConversationStore } from "../../../src/ports/ConversationStore.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import type { ConversationsTable } from "../Database.ts"
-import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
+import { filterOnly, jsonBatch } from "../JsonBatch.ts"
 
 const CONVERSATION_COLUMNS = [
   "id",
@@ -64,9 +64,9 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
       dialect,
       name: "conversations-open-of",
       columns: ["channel_id", "contact_id"],
-      template: (rows) =>
-        `SELECT * FROM conversations WHERE tenant_id = $2 AND ${among(dialect, "channel_id", `SELECT r.channel_id FROM ${rows}`)}
-        AND ${among(dialect, "contact_id", `SELECT r.contact_id FROM ${rows}`)} AND status = 'open' AND kind = 'chat'`
+      template: (_rows, keyIn) =>
+        `SELECT * FROM conversations WHERE tenant_id = $2 AND ${keyIn("channel_id")} AND ${keyIn("contact_id")}
+        AND status = 'open' AND kind = 'chat'`
     })
     // Each time only forward: a note older than what is stored changes nothing.
     const later = (column: string, value: string) =>
@@ -75,10 +75,10 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
       dialect,
       name: "conversations-note",
       columns: ["id", "at", "inbound_at"],
-      template: (rows) =>
+      template: (rows, keyIn) =>
         `UPDATE conversations AS c SET last_message_at = ${later("last_message_at", "r.at")},
           last_inbound_at = ${later("last_inbound_at", "r.inbound_at")}, updated_at = ${later("updated_at", "r.at")}
-        FROM ${rows} WHERE ${filterOnly("c.tenant_id")} = $2 AND c.id = r.id`
+        FROM ${rows} WHERE ${keyIn("c.id")} AND c.id = r.id AND ${filterOnly("c.tenant_id")} = $2`
     })
     return ConversationStore.of({
       // As contacts' `findOrInsertByPhones`: a look first, an insert only of the pairs with none open
@@ -96,9 +96,12 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
           const missing = candidates.filter((c) => !open.has(keyOf(c))).sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))
           if (missing.length === 0) return { conversations: found, inserted: new Set<string>() }
           const inserted = new Set((await insertMany.run<{ readonly id: string }>(db, missing)).map((row) => row.id))
-          const raced = missing.filter((c) => !inserted.has(c.id))
+          const stored = missing.filter((c) => inserted.has(c.id))
+          // A pair given twice is opened once: only a pair none of the batch opened was another transaction's.
+          const storedPairs = new Set(stored.map(keyOf))
+          const raced = missing.filter((c) => !inserted.has(c.id) && !storedPairs.has(keyOf(c)))
           return {
-            conversations: [...found, ...missing.filter((c) => inserted.has(c.id)), ...(raced.length === 0 ? [] : await look(raced))],
+            conversations: [...found, ...stored, ...(raced.length === 0 ? [] : await look(raced))],
             inserted
           }
         }),

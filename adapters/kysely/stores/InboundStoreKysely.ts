@@ -102,11 +102,11 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
       dialect,
       name: "inbound-finish",
       columns: ["id", "holder", "status", "note", "next_attempt_at"],
-      template: (rows) =>
+      template: (rows, keyIn) =>
         `UPDATE inbound_payloads SET status = r.status, note = r.note, lease_until = NULL, holder = NULL,
           next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at ELSE inbound_payloads.next_attempt_at END,
           processed_at = CASE WHEN r.status = 'pending' THEN inbound_payloads.processed_at ELSE $2 END
-        FROM ${rows} WHERE inbound_payloads.id = r.id AND inbound_payloads.holder = r.holder AND inbound_payloads.status = 'pending'
+        FROM ${rows} WHERE ${keyIn("inbound_payloads.id")} AND inbound_payloads.id = r.id AND inbound_payloads.holder = r.holder AND inbound_payloads.status = 'pending'
         RETURNING inbound_payloads.id`
     })
     // `WHERE true`: SQLite reads an upsert's ON after a bare SELECT … FROM as a join's.

@@ -10,7 +10,7 @@ import {
 } from "../../../src/ports/MessageStore.ts"
 import { insertionOrder, KyselyConnection, query } from "../Connection.ts"
 import type { MessagesTable, MessageStatusesTable } from "../Database.ts"
-import { among, filterOnly, jsonBatch } from "../JsonBatch.ts"
+import { filterOnly, jsonBatch } from "../JsonBatch.ts"
 
 const MESSAGE_COLUMNS = [
   "id",
@@ -92,8 +92,8 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       dialect,
       name: "messages-by-external-ids",
       columns: ["external_id"],
-      template: (rows) =>
-        `SELECT * FROM messages WHERE channel_id = $2 AND ${among(dialect, "external_id", `SELECT r.external_id FROM ${rows}`)}
+      template: (_rows, keyIn) =>
+        `SELECT * FROM messages WHERE channel_id = $2 AND ${keyIn("external_id")}
         AND tenant_id = $3`
     })
     // Compare-and-set on the status and `updated_at` read (PostgreSQL's IS NOT DISTINCT FROM is SQLite's IS).
@@ -103,9 +103,9 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       dialect,
       name: "messages-move-status",
       columns: ["id", "expected_status", "expected_updated_at", ...MOVED_COLUMNS],
-      template: (rows) =>
+      template: (rows, keyIn) =>
         `UPDATE messages SET ${MOVED_COLUMNS.map((c) => `${c} = r.${c}`).join(", ")}
-        FROM ${rows} WHERE ${filterOnly("messages.tenant_id")} = $2 AND messages.id = r.id AND messages.status = r.expected_status
+        FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2 AND messages.status = r.expected_status
         AND messages.updated_at ${same} r.expected_updated_at RETURNING messages.id`
     })
     return MessageStore.of({
