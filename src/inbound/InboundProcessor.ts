@@ -308,7 +308,14 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       const routes = new Map<string, Option.Option<InboundChannel>>()
       const pending: Array<Item> = []
       for (const t of tries) {
-        const parsed = yield* parseChatappPayload(t.claim.payload.body)
+        // A defect reading one payload ends that payload's try, never the claim's.
+        const read = yield* Effect.exit(parseChatappPayload(t.claim.payload.body))
+        if (read._tag === "Failure") {
+          yield* Effect.logError(`inbound payload ${t.claim.payload.id}: processing failed`, read.cause)
+          t.retry = reasonOf(read.cause)
+          continue
+        }
+        const parsed = read.value
         t.notes.push(...parsed.notes)
         for (const event of parsed.events) {
           if (event.kind !== "field") {
