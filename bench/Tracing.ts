@@ -3,8 +3,9 @@
  * layer: Effect's native tracer, nothing exported) against tracing on (the reference host's OTLP
  * tracer, exporting every span to a local sink). Each run gets a fresh database and the library in
  * this process posting to the benchmark's receiver; the events are appended inside a span, as a
- * request appends them, so with tracing on each carries its trace context and every delivery attempt
- * is a span under it, plus a fan-out span per batch. The sink is a loopback HTTP server in a process
+ * request appends them, so with tracing on each carries its trace context, delivery attempts are
+ * spans under it up to the engine's budget per second (`ATTEMPT_SPANS_PER_SECOND`), and each fan-out
+ * and each recorded batch is a span. The sink is a loopback HTTP server in a process
  * of its own that reads and discards what it is sent, counting requests and bytes, as a collector on
  * the same machine would.
  */
@@ -183,7 +184,7 @@ export const tracingPhase = async (bench: TracingBench): Promise<ReadonlyArray<T
 export const printTracing = (bench: TracingBench, figures: ReadonlyArray<TracingFigures>): void => {
   console.log(
     `\nTracing — delivery throughput with tracing off and on (OTLP/HTTP protobuf to a local sink; burst of ${bench.events} events, ` +
-      `in-process workers; a span per attempt and per fan-out batch)`
+      `in-process workers; attempt spans up to the budget a second, a span per fan-out and per recorded batch)`
   )
   for (const f of figures) {
     const ratio = f.on.burst.perSecond / f.off.burst.perSecond

@@ -84,10 +84,17 @@ export interface FanOutLease {
 /** How a holder names its lease. */
 export type FanOutHold = Pick<FanOutLease, "id" | "holder">
 
+/** What `takeFanOut` took: the events under the lease, and how many it marked fanned out without one. */
+export interface FanOutTaken {
+  readonly leased: ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>
+  /** Events no endpoint of their tenant could want when they were taken: fanned out, under no lease. */
+  readonly unwanted: number
+}
+
 /**
  * Webhook deliveries. Every read and write names the tenant, or carries it with each key or record,
- * except the background work that claims rows across tenants: `claim*`, `takeFanOut` and the
- * fan-out leases, whose rows then go on under the tenant they carry; and `countByStatus`, the
+ * except the background work that claims rows across tenants: `claim*`, `anyToFanOut`, `takeFanOut`
+ * and the fan-out leases, whose rows then go on under the tenant they carry; and `countByStatus`, the
  * operational counts of the metrics.
  */
 export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, {
@@ -166,17 +173,23 @@ export class WebhookDeliveryStore extends Context.Service<WebhookDeliveryStore, 
     reason: string,
     at: string
   ) => Effect.Effect<void, StorageError>
+  /** Whether any outbox event waits to be fanned out: one quick read, never a lock or a write. */
+  readonly anyToFanOut: Effect.Effect<boolean, StorageError>
   /**
-   * Takes up to `limit` outbox events not yet fanned out, oldest first, marks them fanned out at
-   * `lease.fanned_at` and stores `lease` over all of them (its `seqs` are theirs), as one atomic step:
-   * if the caller dies, the lease passes and another worker stores what the batch lacked. Takers at
-   * once get disjoint events (PostgreSQL skips rows another holds). Resolves to the events in append
-   * order; when there are none, no lease is stored. A call finding nothing costs one query.
+   * Takes up to `limit` outbox events not yet fanned out, oldest first, and marks them fanned out at
+   * `lease.fanned_at`; stores `lease` over those an endpoint may want (its `seqs` are theirs), as one
+   * atomic step: if the caller dies, the lease passes and another worker stores what the batch
+   * lacked. An event may be wanted when an endpoint of its tenant subscribes to its type and still
+   * takes events (active or suspended, as `EndpointMachine.routeEvent` routes them); the others are
+   * only marked, so events of tenants without endpoints cost no lease. Takers at once get disjoint
+   * events (PostgreSQL skips rows another holds). Resolves to the wanted events in append order and
+   * how many were only marked; when none is wanted, no lease is stored. A take is a write even when it
+   * finds nothing: a worker with no reason to expect events asks `anyToFanOut` first.
    */
   readonly takeFanOut: (
     limit: number,
     lease: Omit<FanOutLease, "seqs">
-  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>, StorageError>
+  ) => Effect.Effect<FanOutTaken, StorageError>
   /**
    * The ids of those leases still held by the holder given with each (whether or not their time
    * passed). Call inside the transaction that stores the leases' deliveries: on PostgreSQL their rows

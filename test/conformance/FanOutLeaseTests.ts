@@ -19,12 +19,14 @@ export type UseFanOut = UseHarness<WebhookDeliveryStore | OutboxStore | Transact
 
 /**
  * The fan-out half of WebhookDeliveryStore: takeFanOut marks events and stores their lease as one
- * step; a lease is held by its holder alone, and locked while held until the transaction ends;
- * expired leases are taken over once each. `endpointsOfNewTenant` makes endpoints the suite cleans up.
+ * step, over the events an endpoint may want only; a lease is held by its holder alone, and locked
+ * while held until the transaction ends; expired leases are taken over once each.
+ * `endpointsOfNewTenant` makes endpoints (subscribed to contact.created unless told otherwise) the
+ * suite cleans up.
  */
 export const fanOutLeaseTests = (
   h: UseFanOut,
-  endpointsOfNewTenant: (count?: number) => Promise<ReadonlyArray<WebhookEndpointRecord>>
+  endpointsOfNewTenant: (count?: number, overrides?: Partial<WebhookEndpointRecord>) => Promise<ReadonlyArray<WebhookEndpointRecord>>
 ): void => {
   describe("fan-out leases", () => {
     // Leases are not scoped by tenant, nor are outbox events waiting to be fanned out: each test takes
@@ -46,16 +48,18 @@ export const fanOutLeaseTests = (
     }
     const takeFanOut = (limit: number, lease: Omit<FanOutLease, "seqs">) => h().run(store((s) => s.takeFanOut(limit, lease)))
     const append = (events: ReadonlyArray<EventEnvelope>) => h().run(OutboxStore.use((s) => s.append(events)))
+    /** A new tenant whose endpoint wants its contact.created events (the events `outboxEvent` makes). */
+    const subscribedTenant = async () => (await endpointsOfNewTenant())[0]!.tenant_id
     /** Takes whatever waits to be fanned out, so that what a test appends next is all that waits. */
     const takeWaiting = () => takeFanOut(1_000_000, leaseOf())
     /** A lease over three events fanned out just now, as a worker holds one. */
     const fanOutLease = async (overrides: Partial<Omit<FanOutLease, "seqs">> = {}): Promise<FanOutLease> => {
+      const tenantId = await subscribedTenant()
       await takeWaiting()
-      const tenantId = globalThis.crypto.randomUUID()
       await append(Array.from({ length: 3 }, () => outboxEvent(tenantId)))
       const lease = leaseOf(overrides)
       const taken = await takeFanOut(10, lease)
-      return { ...lease, seqs: taken.map((t) => t.seq) }
+      return { ...lease, seqs: taken.leased.map((t) => t.seq) }
     }
     const hold = (holds: ReadonlyArray<FanOutHold>) => h().run(store((s) => s.holdFanOuts(holds)))
     const takeOver = async (now: string, holder: string, mine: ReadonlyArray<FanOutLease>) => {
@@ -71,38 +75,38 @@ export const fanOutLeaseTests = (
 
     describe("takeFanOut", () => {
       it("takes events in append order, up to the limit, each once, under a lease over them", async () => {
+        const tenantId = await subscribedTenant()
         await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
         const events = Array.from({ length: 5 }, () => outboxEvent(tenantId))
         await append(events.slice(0, 3))
         await append(events.slice(3))
 
         const firstLease = leaseOf({ fanned_at: at("11:58:00.000"), lease_until: at("11:59:00.000") })
         const first = await takeFanOut(2, firstLease)
-        expect(first.map((t) => t.event)).toEqual(events.slice(0, 2))
-        expect(first[0]!.seq).toBeLessThan(first[1]!.seq)
+        expect(first.leased.map((t) => t.event)).toEqual(events.slice(0, 2))
+        expect(first.leased[0]!.seq).toBeLessThan(first.leased[1]!.seq)
         const rest = await takeFanOut(10, leaseOf())
-        expect(rest.map((t) => t.event)).toEqual(events.slice(2))
-        expect(await takeFanOut(10, leaseOf())).toEqual([])
+        expect(rest).toEqual({ leased: events.slice(2).map((event) => ({ seq: expect.any(Number), event })), unwanted: 0 })
+        expect(await takeFanOut(10, leaseOf())).toEqual({ leased: [], unwanted: 0 })
         // Taking marks, nothing more: the event log still shows every event.
         expect(eventsOf(await h().stored.outboxEvents(tenantId))).toEqual(events)
         // The lease holds exactly the events taken with it, with the fan-out time.
         expect(await hold([firstLease])).toEqual(new Set([firstLease.id]))
         expect(await takeOver(NOW, "second worker", [{ ...firstLease, seqs: [] }])).toEqual([
-          { ...firstLease, seqs: first.map((t) => t.seq), holder: "second worker", lease_until: at("12:10:00.000") }
+          { ...firstLease, seqs: first.leased.map((t) => t.seq), holder: "second worker", lease_until: at("12:10:00.000") }
         ])
       })
 
       it("marks the events it takes fanned out at the lease's time, and stores the lease over exactly their seqs", async () => {
+        const tenantId = await subscribedTenant()
         await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
         await append(Array.from({ length: 4 }, () => outboxEvent(tenantId)))
         const seqs = (await h().stored.outboxEvents(tenantId)).map((row) => row.seq)
 
         const lease = leaseOf({ fanned_at: at("11:58:00.000") })
         const taken = await takeFanOut(3, lease)
 
-        expect(taken.map((t) => t.seq)).toEqual(seqs.slice(0, 3))
+        expect(taken.leased.map((t) => t.seq)).toEqual(seqs.slice(0, 3))
         expect(await marks(tenantId)).toEqual([
           ...seqs.slice(0, 3).map((seq) => ({ seq, fanned_out_at: at("11:58:00.000") })),
           { seq: seqs[3], fanned_out_at: null }
@@ -110,17 +114,81 @@ export const fanOutLeaseTests = (
         expect(await h().stored.fanOutLease(lease.id)).toEqual({ ...lease, seqs: seqs.slice(0, 3) })
       })
 
+      it("marks events no endpoint can want fanned out under no lease: a tenant without endpoints, a type not subscribed to, endpoints switched off", async () => {
+        const subscribed = await subscribedTenant()
+        const otherTypes = (await endpointsOfNewTenant(1, { subscribed_events: ["message.received", "contact.updated"] }))[0]!.tenant_id
+        const switchedOff = (await endpointsOfNewTenant(1, { is_active: false }))[0]!.tenant_id
+        const deactivated =
+          (await endpointsOfNewTenant(1, { is_active: false, permanently_deactivated_at: at("11:00:00.000") }))[0]!.tenant_id
+        const withoutEndpoints = globalThis.crypto.randomUUID()
+        await takeWaiting()
+        const wanted = [outboxEvent(subscribed), outboxEvent(otherTypes, { type: "contact.updated" })]
+        await append([
+          outboxEvent(withoutEndpoints),
+          wanted[0]!,
+          outboxEvent(otherTypes),
+          outboxEvent(switchedOff),
+          wanted[1]!,
+          outboxEvent(deactivated),
+          outboxEvent(withoutEndpoints, { type: "message.received" })
+        ])
+
+        const lease = leaseOf({ fanned_at: at("11:58:00.000") })
+        const taken = await takeFanOut(10, lease)
+
+        expect(taken.leased.map((t) => t.event)).toEqual(wanted)
+        expect(taken.unwanted).toBe(5)
+        expect(await h().stored.fanOutLease(lease.id)).toEqual({ ...lease, seqs: taken.leased.map((t) => t.seq) })
+        // Every event taken is fanned out, wanted or not: none is taken again.
+        for (const tenantId of [subscribed, otherTypes, switchedOff, deactivated, withoutEndpoints]) {
+          for (const row of await marks(tenantId)) expect(row.fanned_out_at).toBe(at("11:58:00.000"))
+        }
+        expect(await takeFanOut(10, leaseOf())).toEqual({ leased: [], unwanted: 0 })
+      })
+
+      it("stores no lease when none of the events it takes can be wanted", async () => {
+        const tenantId = globalThis.crypto.randomUUID()
+        await takeWaiting()
+        await append(Array.from({ length: 3 }, () => outboxEvent(tenantId)))
+
+        const lease = leaseOf({ fanned_at: at("11:58:00.000") })
+        expect(await takeFanOut(10, lease)).toEqual({ leased: [], unwanted: 3 })
+        expect(await h().stored.fanOutLease(lease.id)).toBeUndefined()
+        expect(await hold([lease])).toEqual(new Set())
+        expect((await marks(tenantId)).map((row) => row.fanned_out_at)).toEqual(Array(3).fill(at("11:58:00.000")))
+      })
+
+      it("leases a suspended endpoint's events, which queue behind its suspension", async () => {
+        const [suspended] = await endpointsOfNewTenant(1, { suspended_at: at("11:00:00.000"), next_reactivation_at: at("13:00:00.000") })
+        await takeWaiting()
+        const event = outboxEvent(suspended!.tenant_id)
+        await append([event])
+
+        const taken = await takeFanOut(10, leaseOf())
+        expect(taken).toEqual({ leased: [{ seq: expect.any(Number), event }], unwanted: 0 })
+      })
+
+      it("tells whether any event waits to be fanned out, wanted or not", async () => {
+        const anyToFanOut = () => h().run(store((s) => s.anyToFanOut))
+        await takeWaiting()
+        expect(await anyToFanOut()).toBe(false)
+        await append([outboxEvent(globalThis.crypto.randomUUID())])
+        expect(await anyToFanOut()).toBe(true)
+        await takeWaiting()
+        expect(await anyToFanOut()).toBe(false)
+      })
+
       it("stores no lease when there is nothing to take", async () => {
         await takeWaiting()
         const lease = leaseOf()
-        expect(await takeFanOut(10, lease)).toEqual([])
+        expect(await takeFanOut(10, lease)).toEqual({ leased: [], unwanted: 0 })
         expect(await hold([lease])).toEqual(new Set())
         expect(await h().stored.fanOutLease(lease.id)).toBeUndefined()
       })
 
       it("leaves the events to take again, and no lease, when the transaction that took them fails", async () => {
+        const tenantId = await subscribedTenant()
         await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
         const events = Array.from({ length: 3 }, () => outboxEvent(tenantId))
         await append(events)
 
@@ -132,31 +200,33 @@ export const fanOutLeaseTests = (
         expect((await marks(tenantId)).map((row) => row.fanned_out_at)).toEqual([null, null, null])
         expect(await h().stored.fanOutLease(lease.id)).toBeUndefined()
         expect(await hold([lease])).toEqual(new Set())
-        expect((await takeFanOut(10, leaseOf())).map((t) => t.event)).toEqual(events)
+        expect((await takeFanOut(10, leaseOf())).leased.map((t) => t.event)).toEqual(events)
       })
 
       it("gives two concurrent takers disjoint events, each lease over its own (needs several connections)", async (ctx) => {
         ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const tenantId = await subscribedTenant()
+        const withoutEndpoints = globalThis.crypto.randomUUID()
         await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
         const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
-        await append(events)
+        await append(events.flatMap((event) => [event, outboxEvent(withoutEndpoints)]))
 
         const [leaseA, leaseB] = [leaseOf(), leaseOf()]
         const [a, b] = await h().run(Effect.all([
-          store((s) => s.takeFanOut(40, leaseA)),
-          store((s) => s.takeFanOut(40, leaseB))
+          store((s) => s.takeFanOut(80, leaseA)),
+          store((s) => s.takeFanOut(80, leaseB))
         ], { concurrency: 2 }))
-        const ids = [...a, ...b].map((t) => t.event.id)
+        const ids = [...a.leased, ...b.leased].map((t) => t.event.id)
         expect(new Set(ids).size).toBe(60)
         expect(ids.sort()).toEqual(events.map((e) => e.id).sort())
-        expect((await h().stored.fanOutLease(leaseA.id))?.seqs).toEqual(a.map((t) => t.seq))
-        expect((await h().stored.fanOutLease(leaseB.id))?.seqs).toEqual(b.map((t) => t.seq))
+        expect(a.unwanted + b.unwanted).toBe(60)
+        expect((await h().stored.fanOutLease(leaseA.id))?.seqs).toEqual(a.leased.map((t) => t.seq))
+        expect((await h().stored.fanOutLease(leaseB.id))?.seqs).toEqual(b.leased.map((t) => t.seq))
       })
 
       it("hands out events whose JSON is the JSON of the event as read, whatever its data holds", async () => {
+        const tenantId = await subscribedTenant()
         await takeWaiting()
-        const tenantId = globalThis.crypto.randomUUID()
         const events = [
           { quote: "say \"hi\"\n\t\\", "2": "integer-like keys first", b: [1, 2.5, -0, 1e21, null, true] },
           // An own "__proto__" key, as only parsed JSON makes one.
@@ -165,8 +235,8 @@ export const fanOutLeaseTests = (
         await append(events)
 
         const taken = await takeFanOut(10, leaseOf())
-        expect(taken).toHaveLength(2)
-        for (const { event } of taken) expect(envelopeJson(event)).toBe(JSON.stringify(event))
+        expect(taken.leased).toHaveLength(2)
+        for (const { event } of taken.leased) expect(envelopeJson(event)).toBe(JSON.stringify(event))
         const read = await h().run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10 })))
         expect(read.map(envelopeJson)).toEqual(read.map((event) => JSON.stringify(event)))
       })

@@ -174,10 +174,13 @@ export const retentionSuite: Suite<RetentionPorts, "webhookDeliveries" | "outbox
             lease_until: END_OF_TIME
           }
           leasesMade.push(lease)
-          return h().run(deliveries((s) => s.takeFanOut(limit, lease))).then((taken) => ({ lease, seqs: taken.map((t) => t.seq) }))
+          return h().run(deliveries((s) => s.takeFanOut(limit, lease))).then((taken) => ({ lease, seqs: taken.leased.map((t) => t.seq) }))
         }
         const release = (lease: FanOutHold) => h().run(deliveries((s) => s.releaseFanOuts([lease])))
-        /** Appends `count` events of the tenant and fans them out at `fannedAt`; their lease is released unless `keepLease`. */
+        /**
+         * Appends `count` events of the tenant and fans them out at `fannedAt`; their lease (if an endpoint of
+         * the tenant wants them) is released unless `keepLease`.
+         */
         const fannedOut = async (tenantId: string, count: number, fannedAt: string, keepLease = false) => {
           await take(END_OF_TIME).then(({ lease }) => release(lease))
           await h().run(outbox((s) => s.append(Array.from({ length: count }, () => outboxEvent(tenantId)))))
@@ -231,7 +234,7 @@ export const retentionSuite: Suite<RetentionPorts, "webhookDeliveries" | "outbox
         })
 
         it("keeps events a fan-out lease still holds, until it is released", async () => {
-          const tenantId = globalThis.crypto.randomUUID()
+          const tenantId = (await newEndpoint()).tenant_id
           const { lease, seqs } = await fannedOut(tenantId, 3, old("08:00:00.000"), true)
 
           expect((await walk(10)).deleted).toBe(0)
@@ -242,8 +245,8 @@ export const retentionSuite: Suite<RetentionPorts, "webhookDeliveries" | "outbox
         })
 
         it("walks in fan-out order by keyset: each batch looks at most `limit` events past the last one's key", async () => {
-          const tenantId = globalThis.crypto.randomUUID()
           const endpoint = await newEndpoint()
+          const tenantId = endpoint.tenant_id
           // Two batches fanned out at the same instant: the key's seq breaks the tie.
           const first = await fannedOut(tenantId, 3, old("09:00:00.000"))
           const second = await fannedOut(tenantId, 3, old("09:00:00.000"))

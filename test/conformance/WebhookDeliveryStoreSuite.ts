@@ -56,10 +56,10 @@ export const webhookDeliveryStoreSuite: Suite<DeliveryPorts, "webhookDeliveries"
       ))
     })
 
-    /** A new tenant with `count` endpoints. */
-    const endpointsOfNewTenant = async (count = 1) => {
+    /** A new tenant with `count` endpoints (subscribed to contact.created unless `overrides` say otherwise). */
+    const endpointsOfNewTenant = async (count = 1, overrides: Partial<WebhookEndpointRecord> = {}) => {
       const { tenant } = await h().run(seedTenant)
-      const endpoints = Array.from({ length: count }, () => webhookEndpointRecord(tenant.id))
+      const endpoints = Array.from({ length: count }, () => webhookEndpointRecord(tenant.id, overrides))
       await h().run(WebhookEndpointStore.use((s) => Effect.forEach(endpoints, (e) => s.insert(e), { discard: true })))
       endpointsMade.push(...endpoints)
       return endpoints

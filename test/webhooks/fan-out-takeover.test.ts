@@ -35,7 +35,7 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
           lease_until: new Date(Date.parse(at) + LEASE_SECONDS * 1000).toISOString()
         }
         const taken = yield* deliveries.takeFanOut(1_000, lease)
-        return { taken, lease: { ...lease, seqs: taken.map((t) => t.seq) } satisfies FanOutLease }
+        return { ...taken, lease: { ...lease, seqs: taken.leased.map((t) => t.seq) } satisfies FanOutLease }
       }))
 
     it("stores and sends, after the lease, what the batch lacked: once each, in its place, and nothing it had", async () => {
@@ -46,9 +46,18 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
       const events = await world.test.app.run(Effect.all(
         [0, 1, 2].map((n) => makeEvent({ type: "contact.created", tenantId: tenant.tenant_id, data: { n } }))
       ))
+      // The batch also takes events nobody wants: those of a tenant without endpoints.
+      const withoutEndpoints = await world.newTenant()
+      const unwanted = await world.test.app.run(Effect.all(
+        [0, 1].map((n) => makeEvent({ type: "contact.created", tenantId: withoutEndpoints.tenant_id, data: { n } }))
+      ))
+      await withoutEndpoints.emit(unwanted.slice(0, 1))
       await tenant.emit(events)
-      const { lease, taken } = await fanOutAndDie()
-      expect(taken.map((t) => t.event.id)).toEqual(events.map((e) => e.id))
+      await withoutEndpoints.emit(unwanted.slice(1))
+      const taken = await fanOutAndDie()
+      const { lease } = taken
+      expect(taken.leased.map((t) => t.event.id)).toEqual(events.map((e) => e.id))
+      expect(taken.unwanted).toBeGreaterThanOrEqual(2)
       // It had attempted and stored the first event's delivery before it died.
       await world.test.app.run(WebhookDeliveryStore.use((s) =>
         s.insertMany([{
@@ -58,7 +67,7 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
           event_id: events[0]!.event_id,
           event_type: events[0]!.type,
           envelope: events[0]!,
-          outbox_seq: taken[0]!.seq,
+          outbox_seq: taken.leased[0]!.seq,
           previous_delivery_id: null,
           created_at: lease.fanned_at,
           status: "success",
@@ -72,10 +81,11 @@ for (const database of ["sqlite-memory", ...(PG_URL === undefined ? [] : ["postg
           error_message: null
         }])
       ))
-      // An endpoint made after the fan-out never wanted these events.
+      // An endpoint made after the fan-out never wanted these events, nor those taken with no lease.
       world.advance(1_000)
       const later = await world.startReceiver()
       await tenant.createEndpoint(later.url)
+      await withoutEndpoints.createEndpoint(later.url)
 
       // While the lease runs, the batch is still the dead worker's: nothing is sent.
       expect(await world.drain()).toBe(0)

@@ -5,6 +5,7 @@ import {
   type DeliverySave,
   type DeliveryStateOf,
   type FanOutLease,
+  type FanOutTaken,
   type WebhookDeliveryRecord,
   WebhookDeliveryStore
 } from "../../../src/ports/WebhookDeliveryStore.ts"
@@ -137,6 +138,43 @@ const statements = (dialect: Dialect) => ({
   })
 })
 
+/** An outbox event as `takeFanOut` took it, with whether an endpoint may want it (a boolean, or 0/1 on SQLite). */
+type Taken = {
+  seq: number | string
+  id: string
+  tenant_id: string
+  type: string
+  event_id: string
+  created_at: string
+  data: string
+  trace_context: string | null
+  wanted: boolean | number
+}
+
+/**
+ * Whether an endpoint may want the `outbox_events` row at hand: one of its tenant subscribes to its
+ * type (a string of its JSON array of types) and still takes events, as `EndpointMachine.routeEvent`
+ * routes them: active or suspended, not inactive nor permanently deactivated. Read through the
+ * endpoints' tenant index.
+ */
+const mayBeWanted = (dialect: Dialect) => {
+  const subscribed = dialect === "postgres"
+    ? sql`EXISTS (SELECT 1 FROM json_array_elements_text(e.subscribed_events::json) AS s (type) WHERE s.type = outbox_events.type)`
+    : sql`EXISTS (SELECT 1 FROM json_each(e.subscribed_events) WHERE json_each.value = outbox_events.type)`
+  return sql`EXISTS (SELECT 1 FROM webhook_endpoints e
+    WHERE e.tenant_id = outbox_events.tenant_id AND e.permanently_deactivated_at IS NULL
+      AND (e.is_active = 1 OR e.suspended_at IS NOT NULL) AND ${subscribed})`
+}
+
+/** The taken rows as `takeFanOut` resolves them: the wanted events in append order, the others counted. */
+const fanOutTaken = (rows: ReadonlyArray<Taken>): FanOutTaken => {
+  const wanted = rows.filter((row) => Number(row.wanted) === 1)
+  return {
+    leased: wanted.map(({ wanted: _wanted, ...row }) => toPlaced(row)).sort((a, b) => a.seq - b.seq),
+    unwanted: rows.length - wanted.length
+  }
+}
+
 /**
  * `WebhookDeliveryStore` on Kysely. The dialects differ where PostgreSQL has several writers: claims
  * skip rows others locked (`skipLocked`, `amongKeys` in Connection.ts), inserts key-share lock the
@@ -250,50 +288,36 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
           forEndpoint(tenantId, endpointId, ["pending", "retrying", "queued"])(db)
             .set({ status: "dead_letter", next_retry_at: null, error_message: reason, completed_at: at }).execute())
           .pipe(Effect.asVoid),
-      // A cheap look first: a worker that finds nothing waiting (or woken by the same commit as another,
-      // finds the events taken) spends one quick query, rather than an update that takes locks or, on
-      // SQLite, a write transaction. On PostgreSQL one statement then marks the events and stores their
-      // lease, so it needs no transaction of its own.
+      // In `seq` order, so it is read from the partial index of waiting events: unordered, the planner may
+      // scan the table from its oldest rows, all fanned out long ago.
+      anyToFanOut: query(connection, (db) =>
+        db.selectFrom("outbox_events").select("seq").where("fanned_out_at", "is", null).orderBy("seq").limit(1).execute())
+        .pipe(Effect.map((waiting) => waiting.length > 0)),
+      // On PostgreSQL one statement marks the events and stores their lease, so it needs no transaction of
+      // its own.
       takeFanOut: (limit, lease) => {
-        type Taken = {
-          seq: number | string
-          id: string
-          tenant_id: string
-          type: string
-          event_id: string
-          created_at: string
-          data: string
-          trace_context: string | null
-        }
         const unfanned = sql`SELECT seq FROM outbox_events WHERE fanned_out_at IS NULL
           ORDER BY seq LIMIT ${limit}${skipLocked(connection.dialect)}`
         const take = sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
           WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
-          RETURNING seq, id, tenant_id, type, event_id, created_at, data, trace_context`
-        const placed = (rows: ReadonlyArray<Taken>) => rows.map(toPlaced).sort((a, b) => a.seq - b.seq)
-        const takeAndLease = connection.dialect === "postgres"
+          RETURNING seq, id, tenant_id, type, event_id, created_at, data, trace_context,
+            ${mayBeWanted(connection.dialect)} AS wanted`
+        return connection.dialect === "postgres"
           ? query(connection, (db) =>
             sql<Taken>`WITH taken AS (${take}),
               leased AS (INSERT INTO webhook_fanout_leases (id, seqs, fanned_at, holder, lease_until)
                 SELECT ${lease.id}, '[' || string_agg(seq::text, ',' ORDER BY seq) || ']', ${lease.fanned_at},
                   ${lease.holder}, ${lease.lease_until}
-                FROM taken HAVING count(*) > 0)
-              SELECT * FROM taken`.execute(db)).pipe(Effect.map(({ rows }) => placed(rows)))
+                FROM taken WHERE wanted HAVING count(*) > 0)
+              SELECT * FROM taken`.execute(db)).pipe(Effect.map(({ rows }) => fanOutTaken(rows)))
           : atomically(connection, async (db) => {
-            const taken = placed((await sql<Taken>`${take}`.execute(db)).rows)
-            if (taken.length > 0) {
-              await db.insertInto("webhook_fanout_leases").values({ ...lease, seqs: JSON.stringify(taken.map((t) => t.seq)) })
+            const taken = fanOutTaken((await sql<Taken>`${take}`.execute(db)).rows)
+            if (taken.leased.length > 0) {
+              await db.insertInto("webhook_fanout_leases").values({ ...lease, seqs: JSON.stringify(taken.leased.map((t) => t.seq)) })
                 .execute()
             }
             return taken
           })
-        return Effect.flatMap(
-          // In `seq` order, so it is read from the partial index of waiting events: unordered, the planner may
-          // scan the table from its oldest rows, all fanned out long ago.
-          query(connection, (db) =>
-            db.selectFrom("outbox_events").select("seq").where("fanned_out_at", "is", null).orderBy("seq").limit(1).execute()),
-          (waiting) => waiting.length === 0 ? Effect.succeed([]) : takeAndLease
-        )
       },
       holdFanOuts: (holds) =>
         holds.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) => {

@@ -6,7 +6,7 @@ import { addSeconds, now } from "../../kernel/Timestamp.ts"
 import { OutboxStore } from "../../ports/OutboxStore.ts"
 import type { StorageError } from "../../ports/StorageError.ts"
 import { Transactor } from "../../ports/Transactor.ts"
-import { type FanOutHold, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../ports/WebhookDeliveryStore.ts"
+import { type FanOutHold, type FanOutTaken, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../ports/WebhookDeliveryStore.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../ports/WebhookEndpointStore.ts"
 import * as DeliveryMachine from "../DeliveryMachine.ts"
 import * as EndpointMachine from "../EndpointMachine.ts"
@@ -87,34 +87,38 @@ export const makeFanOut = Effect.gen(function*() {
     }))
 
   /**
-   * Turns a batch of outbox events into deliveries, in feed round `round`. Taking the events stores
-   * the batch's fan-out lease in the same step, so a round that finds nothing costs one query.
-   * Deliveries to attempt now are not stored: the worker sends them and the recorder stores each
-   * once, as its attempt left it, while the lease holds the batch. Those queued behind a suspension
-   * are stored at once, and a batch that nobody wants lets its lease go. If the worker dies first,
-   * whoever takes the lease over stores what the batch lacked.
+   * Turns a batch of outbox events into deliveries, in feed round `round`. Unless events are
+   * `expected` (a commit was signalled, or the last round took a full batch), it looks first, so a
+   * round that finds nothing costs one quick query. Taking the events stores the batch's fan-out
+   * lease in the same step, and events that no endpoint of their tenant can want are only marked,
+   * under no lease. Deliveries to attempt now are not stored: the worker sends them and the recorder
+   * stores each once, as its attempt left it, while the lease holds the batch. Those queued behind a
+   * suspension are stored at once, and a batch that nobody wants lets its lease go. If the worker
+   * dies first, whoever takes the lease over stores what the batch lacked.
    */
-  const fanOut = (round: number): Effect.Effect<FannedOut, StorageError> =>
+  const fanOut = (round: number, expected: boolean): Effect.Effect<FannedOut, StorageError> =>
     Effect.gen(function*() {
+      if (!expected && !(yield* deliveries.anyToFanOut)) return NOTHING_FANNED
       const at = yield* now
       const leaseUntil = addSeconds(at, settings.leaseSeconds)
       const batch: Batch = { hold: { id: newIdNow(), holder: newIdNow() }, remaining: 0 }
-      const claimed = yield* deliveries.takeFanOut(settings.fanOutBatch, { ...batch.hold, fanned_at: at, lease_until: leaseUntil })
-      if (claimed.length === 0) return NOTHING_FANNED
-      return yield* fanOutClaimed(claimed, batch, round, at, leaseUntil).pipe(inJobSpan("WebhookDispatcher.fanOut", {
-        causes: claimed.map(({ event }) => traceContextOf(event)),
-        attributes: { "outbox.events": claimed.length }
+      const taken = yield* deliveries.takeFanOut(settings.fanOutBatch, { ...batch.hold, fanned_at: at, lease_until: leaseUntil })
+      if (taken.leased.length === 0) return taken.unwanted === 0 ? NOTHING_FANNED : { events: taken.unwanted, leased: [] }
+      const leased = yield* fanOutClaimed(taken.leased, batch, round, at, leaseUntil).pipe(inJobSpan("WebhookDispatcher.fanOut", {
+        causes: taken.leased.map(({ event }) => traceContextOf(event)),
+        attributes: { "outbox.events": taken.leased.length }
       }))
+      return { events: taken.leased.length + taken.unwanted, leased }
     })
 
-  // The deliveries of the events a fan-out took, under its lease `batch` (see `fanOut`).
+  // The deliveries to attempt now of the events a fan-out took under its lease `batch` (see `fanOut`).
   const fanOutClaimed = (
-    claimed: ReadonlyArray<{ readonly seq: number; readonly event: EventEnvelope }>,
+    claimed: FanOutTaken["leased"],
     batch: Batch,
     round: number,
     at: string,
     leaseUntil: string
-  ): Effect.Effect<FannedOut, StorageError> =>
+  ): Effect.Effect<ReadonlyArray<Leased>, StorageError> =>
     Effect.gen(function*() {
       const leaseUntilMs = Date.parse(leaseUntil)
       const byTenant = new Map<string, ReadonlyArray<WebhookEndpointRecord>>()
@@ -140,7 +144,7 @@ export const makeFanOut = Effect.gen(function*() {
           Effect.andThen(deliveries.insertMany(parked), leased.length === 0 ? deliveries.releaseFanOuts([batch.hold]) : Effect.void)
         )
       }
-      return { events: claimed.length, leased }
+      return leased
     })
 
   /**

@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
 import { now } from "../../kernel/Timestamp.ts"
+import { inJobSpan, traceContextOf, tracingOn } from "../../kernel/TraceContext.ts"
 import type { StorageError } from "../../ports/StorageError.ts"
 import { Transactor } from "../../ports/Transactor.ts"
 import { type DeliveryKey, type WebhookDeliveryRecord, WebhookDeliveryStore } from "../../ports/WebhookDeliveryStore.ts"
@@ -30,7 +31,8 @@ interface FastWrite {
  * delivery was not attempted, and its lease is just freed), moves the endpoints' circuit breakers,
  * stores the deliveries a worker fanned out once their attempt is made, and lets a fan-out lease go
  * once its batch is all stored. It resolves to the endpoints that no longer take deliveries, so the
- * worker stops sending to them.
+ * worker stops sending to them. With tracing on, each batch it records is a span
+ * `WebhookDispatcher.record` counting what the attempts came to.
  */
 export const makeOutcomeRecorder = Effect.gen(function*() {
   const endpoints = yield* WebhookEndpointStore
@@ -113,7 +115,7 @@ export const makeOutcomeRecorder = Effect.gen(function*() {
    * have their deliveries' transitions written as compare-and-sets, the whole batch at once, with no
    * lock. The other endpoints, and rows that changed meanwhile, go through `recordLocked`.
    */
-  return (results: ReadonlyArray<Attempted>): Effect.Effect<ReadonlyArray<string>, StorageError> =>
+  const recordBatch = (results: ReadonlyArray<Attempted>): Effect.Effect<ReadonlyArray<string>, StorageError> =>
     Effect.gen(function*() {
       const at = yield* now
       const byEndpoint = new Map<string, Array<Attempted>>()
@@ -177,4 +179,31 @@ export const makeOutcomeRecorder = Effect.gen(function*() {
       yield* deliveries.releaseFanOuts(holdsOf(done))
       return stopped
     })
+
+  // With tracing on, a batch is one span, linked to its events' spans, that counts what its attempts
+  // came to: most attempts make no span of their own (`ATTEMPT_SPANS_PER_SECOND`).
+  return (results: ReadonlyArray<Attempted>): Effect.Effect<ReadonlyArray<string>, StorageError> =>
+    Effect.flatMap(tracingOn, (on) =>
+      on
+        ? recordBatch(results).pipe(inJobSpan("WebhookDispatcher.record", {
+          causes: results.map(([delivery]) => traceContextOf(delivery.envelope)),
+          attributes: outcomeCounts(results)
+        }))
+        : recordBatch(results))
 })
+
+/** What a batch's attempts came to, as its span's attributes: not sent means let go unattempted. */
+const outcomeCounts = (results: ReadonlyArray<Attempted>) => {
+  let delivered = 0
+  let failed = 0
+  for (const [, outcome] of results) {
+    if (outcome?.ok === true) delivered += 1
+    else if (outcome !== undefined) failed += 1
+  }
+  return {
+    "webhook.deliveries": results.length,
+    "webhook.delivered": delivered,
+    "webhook.failed": failed,
+    "webhook.not_sent": results.length - delivered - failed
+  }
+}
