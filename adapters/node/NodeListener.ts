@@ -1,8 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
 import { Readable } from "node:stream"
-import { pipeline } from "node:stream/promises"
-import type { ReadableStream as NodeReadableStream } from "node:stream/web"
 
 /** A web-standard handler, such as the one `make` returns. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -23,6 +21,9 @@ interface BodyBridge {
   /** Stops serving the stream (the answer is on its way); a pending or later read fails. */
   readonly detach: () => void
 }
+
+/** Swallows an error: one function for every listener and promise that must not throw unheard. */
+const ignore = (): undefined => undefined
 
 const view = (chunk: Buffer): Uint8Array => new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
 
@@ -106,17 +107,20 @@ const bridgeBody = (req: IncomingMessage, res: ServerResponse): BodyBridge => {
  * socket only as it is pulled. Throws on a request target that is no URL.
  */
 export const toRequest = (req: IncomingMessage, origin: string, body?: ReadableStream<Uint8Array>): Request => {
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+  // Pairs, not a Headers: the Request copies what it is given, so a Headers would be built twice.
+  const headers: Array<[string, string]> = []
+  const given = req.headers
+  for (const name in given) {
+    const value = given[name]
+    if (typeof value === "string") headers.push([name, value])
+    else if (value !== undefined) for (const v of value) headers.push([name, v])
   }
   const method = req.method ?? "GET"
   const hasBody = method !== "GET" && method !== "HEAD"
-  // The target is always taken as a path on this server (an absolute-form target names no other origin).
+  // The target is always taken as a path on this server (an absolute-form target names no other
+  // origin). The Request parses the URL once, and throws on one that is none.
   const target = req.url ?? "/"
-  const url = new URL(`${origin}${target.startsWith("/") ? "" : "/"}${target}`)
-  return new Request(url, {
+  return new Request(`${origin}${target.startsWith("/") ? "" : "/"}${target}`, {
     method,
     headers,
     body: hasBody ? (body ?? (Readable.toWeb(req) as ReadableStream<Uint8Array>)) : undefined,
@@ -125,9 +129,24 @@ export const toRequest = (req: IncomingMessage, origin: string, body?: ReadableS
   } as RequestInit)
 }
 
+/** Resolves once `res` can take more (`drain`) or will take nothing more (`close`). */
+const writable = (res: ServerResponse): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      res.removeListener("drain", done)
+      res.removeListener("close", done)
+      resolve()
+    }
+    res.on("drain", done)
+    res.on("close", done)
+  })
+
 /**
  * Writes a web `Response` to a Node response, streaming its body no faster than the client reads
- * it; a client gone before the end cancels the body, so its source stops being read.
+ * it (the next chunk is read only once `res` drained); a client gone before the end cancels the
+ * body, so its source stops being read, and a body that fails part-way rejects. The chunk that
+ * completes a body of the declared `Content-Length` goes with `res.end`: an answer held in memory
+ * (one chunk) is written in one call, the headers beside it.
  */
 export const writeResponse = async (response: Response, res: ServerResponse): Promise<void> => {
   res.statusCode = response.status
@@ -136,9 +155,36 @@ export const writeResponse = async (response: Response, res: ServerResponse): Pr
     res.end()
     return
   }
-  // pipeline pulls the next chunk only once `res` drains, and destroys the Readable (which
-  // cancels the web stream) when `res` closes early.
-  await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res)
+  const declared = Number(response.headers.get("content-length") ?? Number.NaN)
+  const reader = response.body.getReader()
+  let finished = false
+  const cancel = () => {
+    if (!finished) reader.cancel().catch(ignore)
+  }
+  res.once("close", cancel)
+  try {
+    let sent = 0
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (res.destroyed) throw new Error("the client closed the connection before the answer was sent")
+      if (done) {
+        finished = true
+        res.end()
+        return
+      }
+      sent += value.byteLength
+      if (sent === declared) {
+        // The whole body: what may follow is past the declared length; its source is let go.
+        finished = true
+        res.end(value)
+        reader.cancel().catch(ignore)
+        return
+      }
+      if (!res.write(value) && !res.destroyed) await writable(res)
+    }
+  } finally {
+    res.removeListener("close", cancel)
+  }
 }
 
 /** A request body the handler left unread is read to its end, keeping the connection, when it declares at most this many bytes. */
@@ -163,7 +209,7 @@ const discardRest = (req: IncomingMessage, ms: number): Promise<void> =>
     }
     req.once("end", finish)
     req.once("close", finish)
-    req.on("error", () => undefined)
+    req.on("error", ignore)
     req.resume()
   })
 
@@ -185,7 +231,7 @@ const answerUnreadBody = async (req: IncomingMessage, res: ServerResponse, respo
   }
   const declared = Number(req.headers["content-length"])
   if (Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES) {
-    req.on("error", () => undefined)
+    req.on("error", ignore)
     req.resume()
     return writeResponse(response, res)
   }
@@ -258,8 +304,8 @@ const answerFailure = (res: ServerResponse, status = 500, detail = "Internal ser
  */
 export const toNodeListener = (handler: FetchHandler, origin = "http://localhost") =>
 (req: IncomingMessage, res: ServerResponse): void => {
-  res.on("error", () => undefined)
-  req.on("error", () => undefined)
+  res.on("error", ignore)
+  req.on("error", ignore)
   const method = req.method ?? "GET"
   const bridge = method === "GET" || method === "HEAD" ? undefined : bridgeBody(req, res)
   let request: Request
@@ -331,7 +377,7 @@ const REFUSED_LINGER_MS = 1_000
 
 /** Answers a connection past the cap with a 503 a client can read, then closes it. */
 const refuseConnection = (socket: Socket) => {
-  socket.on("error", () => undefined)
+  socket.on("error", ignore)
   socket.end(OVERLOADED_ANSWER)
   // Read and drop whatever the client sends meanwhile, so the close does not reset the answer away.
   socket.resume()

@@ -5,6 +5,7 @@ import { type ApiError, InvalidRequest, MissingScope } from "../kernel/ApiError.
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { toCodedErrorResponse, toErrorResponse } from "./ErrorResponse.ts"
+import { inMemoryResponse } from "./InMemoryResponse.ts"
 import { makeOpenApiDocument } from "./OpenApi.ts"
 import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
 import { observeRequest, type RequestFacts } from "./RequestTelemetry.ts"
@@ -26,10 +27,7 @@ const json = (status: number, body: unknown, headers: Readonly<Record<string, st
   text(status, JSON.stringify(body), headers)
 
 const text = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): Response =>
-  new Response(body, {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }
-  })
+  inMemoryResponse(status, body, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers })
 
 interface CompiledRoute<R> {
   readonly route: Route<R>

@@ -61,32 +61,36 @@ export const observeRequest = <R>(
   route: string | undefined,
   handle: (facts: RequestFacts) => Effect.Effect<Response, never, R>
 ): Effect.Effect<Response, never, R> =>
-  Effect.gen(function*() {
-    const wall = yield* WallClock
+  // Every request passes here: its settings are read from the fiber at once, and the steps are few.
+  Effect.withFiber((fiber) => {
+    const wall = fiber.getRef(WallClock)
+    const logRequests = fiber.getRef(LogRequests)
     const started = wall.nowMillis()
     const requestId = requestIdOf(request)
     const facts: RequestFacts = { tenantId: undefined }
     const method = request.method
     const parent = parseTraceparent(request.headers.get("traceparent"))
-    const served = Effect.gen(function*() {
-      const response = yield* handle(facts)
-      yield* Effect.annotateCurrentSpan({
+    const served = Effect.flatMap(handle(facts), (response) => {
+      const annotated = Effect.annotateCurrentSpan({
         "http.response.status_code": response.status,
         ...(facts.tenantId === undefined ? {} : { "tenant.id": facts.tenantId })
       })
-      if (yield* LogRequests) {
-        yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
-          request_id: requestId,
-          method,
-          route: route ?? null,
-          status: response.status,
-          duration_ms: Math.round((wall.nowMillis() - started) * 10) / 10,
-          tenant_id: facts.tenantId ?? null
-        }))
-      }
-      return response.status >= 500 ? yield* Effect.fail(new ServerErrorAnswer(response)) : response
+      const recorded = logRequests
+        ? Effect.andThen(
+          annotated,
+          Effect.logInfo("request").pipe(Effect.annotateLogs({
+            request_id: requestId,
+            method,
+            route: route ?? null,
+            status: response.status,
+            duration_ms: Math.round((wall.nowMillis() - started) * 10) / 10,
+            tenant_id: facts.tenantId ?? null
+          }))
+        )
+        : annotated
+      return Effect.andThen(recorded, response.status >= 500 ? Effect.fail(new ServerErrorAnswer(response)) : Effect.succeed(response))
     })
-    const response = yield* served.pipe(
+    return served.pipe(
       Effect.withSpan(route === undefined ? method : `${method} ${route}`, {
         kind: "server",
         ...(parent === undefined ? {} : { parent }),
@@ -95,8 +99,9 @@ export const observeRequest = <R>(
           ...(route === undefined ? {} : { "http.route": route }),
           "request.id": requestId
         }
-      }),
-      Effect.catch((answer: ServerErrorAnswer) => Effect.succeed(answer.response))
+        // Its stack would always point here: taking it cost a stack trace per request.
+      }, { captureStackTrace: false }),
+      Effect.catch((answer: ServerErrorAnswer) => Effect.succeed(answer.response)),
+      Effect.map((response) => withRequestId(response, requestId))
     )
-    return withRequestId(response, requestId)
   })

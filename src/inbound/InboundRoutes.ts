@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import { inMemoryResponse } from "../http/InMemoryResponse.ts"
 import { limitedBody, readLimited } from "../http/RequestBody.ts"
 import { observeRequest } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
@@ -14,10 +15,8 @@ export const CHATAPP_WEBHOOK_PATH = "/webhooks/chatapp"
 /** Largest operator payload accepted; real ones are a few kilobytes, batches well under this. */
 export const MAX_CHATAPP_PAYLOAD_BYTES = 3 * 1024 * 1024
 
-const text = (status: number, body: string, headers: Record<string, string> = {}) =>
-  new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers } })
-const json = (status: number, body: unknown) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
+const text = (status: number, body: string) => inMemoryResponse(status, body, { "content-type": "text/plain; charset=utf-8" })
+const json = (status: number, body: unknown) => inMemoryResponse(status, JSON.stringify(body), { "content-type": "application/json" })
 
 /**
  * The handler of `GET` and `POST /webhooks/chatapp` and `POST /webhooks/email/{id}` (outside
@@ -59,8 +58,7 @@ export const makeInboundHandler = Effect.gen(function*() {
     )
   }
 
-  const handle = (request: Request): Effect.Effect<Response> => {
-    const url = new URL(request.url)
+  const handle = (request: Request, url: URL): Effect.Effect<Response> => {
     if (url.pathname.startsWith(EMAIL_WEBHOOK_PREFIX)) {
       return receiveEmail(request, decodeURIComponent(url.pathname.slice(EMAIL_WEBHOOK_PREFIX.length)))
         .pipe(Effect.tap(countInboundReceived("email")))
@@ -101,6 +99,9 @@ export const makeInboundHandler = Effect.gen(function*() {
       ? CHATAPP_WEBHOOK_PATH
       : undefined
 
-  return (request: Request): Promise<Response> =>
-    Effect.runPromiseWith(context)(observeRequest(request, routeOf(new URL(request.url).pathname), () => handle(request)))
+  const runWith = Effect.runPromiseWith(context)
+  return (request: Request): Promise<Response> => {
+    const url = new URL(request.url)
+    return runWith(observeRequest(request, routeOf(url.pathname), () => handle(request, url)))
+  }
 })

@@ -39,7 +39,8 @@ export {
   type InboundPayloadRecord,
   type InboundPayloadStatus,
   type InboundSource,
-  InboundStore
+  InboundStore,
+  type PayloadToStore
 } from "./InboundStore.ts"
 export { type ConversationFilter, type ConversationRecord, type ConversationStatus, ConversationStore } from "./ConversationStore.ts"
 export {

@@ -1,0 +1,119 @@
+import { createHmac } from "node:crypto"
+import { Layer, Tracer } from "effect"
+import { sql } from "kysely"
+import { afterEach, describe, expect, it } from "vitest"
+import { nodeHmacSigner } from "../../../adapters/node/NodeHmacSigner.ts"
+import { type TestDatabase, testDatabases } from "../../support/Databases.ts"
+import { startTestApp, type TestApp } from "../../support/TestApp.ts"
+
+// Operator payloads that arrive together are stored together, in one write: each is answered 200
+// only once its row is committed, and 503 when the write holding it failed, so the operator
+// retries exactly the payloads that were not kept.
+
+const APP_SECRET = "app-secret-for-tests"
+const REFUSED = "refused-by-the-database"
+
+/** A trigger that fails the write of any payload whose body holds `REFUSED`, as a failing database would. */
+const refuseMarkedPayloads = async (database: TestDatabase) => {
+  if (database.dialect === "sqlite") {
+    await sql`CREATE TRIGGER refuse_marked BEFORE INSERT ON inbound_payloads
+      WHEN instr(CAST(NEW.body AS TEXT), ${sql.lit(REFUSED)}) > 0
+      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`.execute(database.db)
+    return
+  }
+  await sql`CREATE FUNCTION refuse_marked() RETURNS trigger AS $$
+    BEGIN
+      IF position(${sql.lit(REFUSED)} in convert_from(NEW.body, 'UTF8')) > 0 THEN RAISE EXCEPTION 'refused by the test'; END IF;
+      RETURN NEW;
+    END $$ LANGUAGE plpgsql`.execute(database.db)
+  await sql`CREATE TRIGGER refuse_marked BEFORE INSERT ON inbound_payloads FOR EACH ROW EXECUTE FUNCTION refuse_marked()`
+    .execute(database.db)
+}
+
+let payloads = 0
+/** A distinct operator payload (one text message); `refused` marks it for the trigger. */
+const payload = (refused = false) =>
+  JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [{
+      id: "102290129340398",
+      changes: [{
+        field: "messages",
+        value: {
+          messaging_product: "whatsapp",
+          metadata: { display_phone_number: "15551234567", phone_number_id: "106540352242922" },
+          messages: [{ from: "15550001111", id: `wamid.${++payloads}`, timestamp: "1764150000", type: "text", text: { body: refused ? REFUSED : "hello" } }]
+        }
+      }]
+    }]
+  })
+
+// A SQLite file and PostgreSQL (with PG_URL); the conformance suite checks the write itself everywhere.
+const databases = testDatabases.filter((database) => database.name === "sqlite-file" || database.name === "postgres")
+
+describe.each(databases)("operator payloads arriving together ($name)", (database) => {
+  let test: TestApp | undefined
+  afterEach(async () => {
+    await test?.close()
+    test = undefined
+  })
+
+  const post = async (body: string, headers: Record<string, string> = {}) =>
+    (await test!.app.handler(new Request("http://test.local/webhooks/chatapp", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-hub-signature-256": `sha256=${createHmac("sha256", APP_SECRET).update(body).digest("hex")}`,
+        ...headers
+      },
+      body
+    }))).status
+
+  /** Posts `bodies` all at once and pairs each with its answer's status. */
+  const postTogether = async (bodies: ReadonlyArray<string>) =>
+    (await Promise.all(bodies.map((body) => post(body)))).map((status, i) => ({ body: bodies[i]!, status }))
+
+  const storedBodies = async () =>
+    new Set((await test!.database.db.selectFrom("inbound_payloads").select("body").execute())
+      .map((row) => Buffer.from(row.body).toString("utf8")))
+
+  it("answers 200 to each payload once stored and 503 to each one whose write failed, storing none of those", async () => {
+    // Node's signer, as the host has: signatures are checked at once, so payloads posted together reach storage together.
+    test = await startTestApp(await database.open(), {
+      chatappWebhook: { appSecret: APP_SECRET, verifyToken: "verify" },
+      signer: nodeHmacSigner
+    })
+    await refuseMarkedPayloads(test.database)
+
+    const kept = await postTogether(Array.from({ length: 20 }, () => payload()))
+    // One refused payload among others posted with it: their write is one, and it fails whole.
+    const failed = await postTogether([...Array.from({ length: 10 }, () => payload()), payload(true), ...Array.from({ length: 9 }, () => payload())])
+    const after = await postTogether([payload(), payload()])
+
+    expect(kept.map((p) => p.status)).toEqual(Array(20).fill(200))
+    expect(failed.map((p) => p.status)).toEqual(Array(20).fill(503))
+    expect(after.map((p) => p.status)).toEqual([200, 200])
+    const stored = await storedBodies()
+    for (const { body, status } of [...kept, ...failed, ...after]) expect(stored.has(body)).toBe(status === 200)
+    expect(stored.size).toBe(22)
+  })
+
+  it("keeps with each payload the trace of its own request, though they were written together", async () => {
+    // Any tracer other than Effect's native one turns tracing on.
+    const tracer = Tracer.make({ span: (options) => Tracer.nativeTracer.span(options) })
+    test = await startTestApp(await database.open(), {
+      chatappWebhook: { appSecret: APP_SECRET, verifyToken: "verify" },
+      signer: nodeHmacSigner,
+      telemetry: Layer.succeed(Tracer.Tracer, tracer)
+    })
+    const traceIds = Array.from({ length: 8 }, () => globalThis.crypto.randomUUID().replaceAll("-", ""))
+    const bodies = traceIds.map(() => payload())
+
+    const statuses = await Promise.all(bodies.map((body, i) => post(body, { traceparent: `00-${traceIds[i]}-${"ab".repeat(8)}-01` })))
+
+    expect(statuses).toEqual(Array(8).fill(200))
+    const rows = await test.database.db.selectFrom("inbound_payloads").select(["body", "trace_context"]).execute()
+    const traceOf = new Map(rows.map((row) => [Buffer.from(row.body).toString("utf8"), row.trace_context?.split("-")[1]]))
+    expect(bodies.map((body) => traceOf.get(body))).toEqual(traceIds)
+  })
+})
