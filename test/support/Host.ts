@@ -72,10 +72,15 @@ export const startHost = (
       child.kill("SIGKILL")
       reject(new Error(`host did not start within 60 s:\n${output}`))
     }, 60_000)
+    // The output is kept whole for `output()`; the start line is looked for only until it came (a
+    // busy host writes a line per request, and a look over all of it per chunk costs the test's CPU).
+    let started = false
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
+      if (started) return
       const match = /listening on (http:\/\/[\w.:[\]]+)/.exec(output)
       if (match !== null) {
+        started = true
         clearTimeout(timer)
         resolve({
           url: match[1]!,
