@@ -10,6 +10,22 @@ import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { toConversation } from "./Conversation.ts"
 
+/** A new open chat conversation, with no activity yet. */
+const newChat = (id: string, tenantId: string, channelId: string, contactId: string, at: string): ConversationRecord => ({
+  id,
+  tenant_id: tenantId,
+  channel_id: channelId,
+  contact_id: contactId,
+  status: "open",
+  kind: "chat",
+  subject: null,
+  created_at: at,
+  updated_at: null,
+  closed_at: null,
+  last_message_at: null,
+  last_inbound_at: null
+})
+
 /** The key of a channel and contact pair in `openForMany`'s answer. */
 export const openKey = (channelId: string, contactId: string): string => `${channelId} ${contactId}`
 
@@ -80,20 +96,7 @@ export class ConversationService extends Context.Service<ConversationService, {
         openFor: Effect.fn("ConversationService.openFor")(function*({ tenantId, channelId, contactId }) {
           const open = yield* conversations.findOpen(tenantId, channelId, contactId)
           if (Option.isSome(open)) return { conversation: open.value, created: false }
-          const conversation: ConversationRecord = {
-            id: yield* newId,
-            tenant_id: tenantId,
-            channel_id: channelId,
-            contact_id: contactId,
-            status: "open",
-            kind: "chat",
-            subject: null,
-            created_at: yield* now,
-            updated_at: null,
-            closed_at: null,
-            last_message_at: null,
-            last_inbound_at: null
-          }
+          const conversation = newChat(yield* newId, tenantId, channelId, contactId, yield* now)
           yield* conversations.insert(conversation)
           yield* outbox.append([
             yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
@@ -127,20 +130,7 @@ export class ConversationService extends Context.Service<ConversationService, {
           for (const { channelId, contactId } of pairs) {
             const key = openKey(channelId, contactId)
             if (candidates.has(key)) continue
-            candidates.set(key, {
-              id: newIdNow(),
-              tenant_id: tenantId,
-              channel_id: channelId,
-              contact_id: contactId,
-              status: "open",
-              kind: "chat",
-              subject: null,
-              created_at: at,
-              updated_at: null,
-              closed_at: null,
-              last_message_at: null,
-              last_inbound_at: null
-            })
+            candidates.set(key, newChat(newIdNow(), tenantId, channelId, contactId, at))
           }
           const { conversations: found, inserted } = yield* conversations.openMany(tenantId, [...candidates.values()])
           const created = found.filter((conversation) => inserted.has(conversation.id))

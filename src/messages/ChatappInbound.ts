@@ -27,6 +27,37 @@ import { applyStatus } from "./MessageStatusMachine.ts"
 /** Largest media file fetched from the operator: its own cap, on documents. */
 export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
 
+/** A contact's message as stored: `received`, the operator's time in `content.sent_at`, a file that could not be had in `content.media_error`. */
+const receivedRecord = (
+  { channel, event }: ChatappMessageInput,
+  content: MessageContent,
+  ids: { readonly id: string; readonly conversationId: string; readonly contactId: string; readonly at: string },
+  mediaError: string | null
+): MessageRecord => ({
+  id: ids.id,
+  tenant_id: channel.tenant_id,
+  conversation_id: ids.conversationId,
+  channel_id: channel.id,
+  contact_id: ids.contactId,
+  direction: "inbound",
+  message_type: content.messageType,
+  text: content.text,
+  content: {
+    ...content.content,
+    ...(event.sentAt === null ? {} : { sent_at: event.sentAt }),
+    ...(mediaError === null ? {} : { media_error: mediaError })
+  },
+  status: "received",
+  external_id: event.externalId,
+  error: null,
+  created_at: ids.at,
+  updated_at: null,
+  sent_at: null,
+  delivered_at: null,
+  read_at: null,
+  failed_at: null
+})
+
 /** What the chat-app handlers need. */
 export interface ChatappInboundDeps {
   readonly messages: MessageStore["Service"]
@@ -80,6 +111,8 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     return { prepared: prepared.success, error: null }
   })
 
+  const phoneOf = (event: ChatappMessageInput["event"]) => `+${event.from.replace(/\D/g, "")}`
+
   const storeInbound = Effect.fnUntraced(function*(
     input: ChatappMessageInput,
     content: MessageContent,
@@ -88,33 +121,10 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
   ) {
     const { channel, event } = input
     const tenantId = channel.tenant_id
-    const { contact } = yield* contacts.findOrCreateByPhone(tenantId, `+${event.from.replace(/\D/g, "")}`, event.profileName)
+    const { contact } = yield* contacts.findOrCreateByPhone(tenantId, phoneOf(event), event.profileName)
     const { conversation } = yield* conversations.openFor({ tenantId, channelId: channel.id, contactId: contact.id })
     const at = yield* now
-    const message: MessageRecord = {
-      id: yield* newId,
-      tenant_id: tenantId,
-      conversation_id: conversation.id,
-      channel_id: channel.id,
-      contact_id: contact.id,
-      direction: "inbound",
-      message_type: content.messageType,
-      text: content.text,
-      content: {
-        ...content.content,
-        ...(event.sentAt === null ? {} : { sent_at: event.sentAt }),
-        ...(mediaError === null ? {} : { media_error: mediaError })
-      },
-      status: "received",
-      external_id: event.externalId,
-      error: null,
-      created_at: at,
-      updated_at: null,
-      sent_at: null,
-      delivered_at: null,
-      read_at: null,
-      failed_at: null
-    }
+    const message = receivedRecord(input, content, { id: yield* newId, conversationId: conversation.id, contactId: contact.id, at }, mediaError)
     yield* messages.insert(message)
     const files = media === null
       ? []
@@ -124,8 +134,6 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     yield* outbox.append([yield* messageEvent("message.received", wire)])
     return "continue" as const
   })
-
-  const phoneOf = (event: ChatappMessageInput["event"]) => `+${event.from.replace(/\D/g, "")}`
 
   // Messages without files, many at once: contacts, conversations, messages, their events and times
   // each in one statement per tenant. The conversations' times go last: that write holds rows every
@@ -146,27 +154,12 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
       )
       const records = group.map((input): MessageRecord => {
         const contact = contactOf(input)
-        const content = chatappContentOf(input.event.message)
-        return {
+        return receivedRecord(input, chatappContentOf(input.event.message), {
           id: newIdNow(),
-          tenant_id: tenantId,
-          conversation_id: open.get(openKey(input.channel.id, contact.id))!.id,
-          channel_id: input.channel.id,
-          contact_id: contact.id,
-          direction: "inbound",
-          message_type: content.messageType,
-          text: content.text,
-          content: { ...content.content, ...(input.event.sentAt === null ? {} : { sent_at: input.event.sentAt }) },
-          status: "received",
-          external_id: input.event.externalId,
-          error: null,
-          created_at: at,
-          updated_at: null,
-          sent_at: null,
-          delivered_at: null,
-          read_at: null,
-          failed_at: null
-        }
+          conversationId: open.get(openKey(input.channel.id, contact.id))!.id,
+          contactId: contact.id,
+          at
+        }, null)
       })
       yield* messages.insertMany(records)
       notes.push([tenantId, records.map((m) => ({ conversationId: m.conversation_id, at, inbound: true }))])
