@@ -6,11 +6,10 @@ import { ListService } from "../lists/ListService.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
-import { type ChatappStatusHandler, type ChatappStatusInput, STATUS_MOVE_ROUNDS } from "../kernel/ChatappEvents.ts"
-import { groupBy } from "../kernel/Grouping.ts"
+import { type ChatappStatusHandler, type ChatappStatusInput, settleStatuses } from "../kernel/ChatappEvents.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
-import { StorageError } from "../kernel/StorageError.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
 import { type CampaignRecord, CampaignStore, type RecipientState } from "../ports/CampaignStore.ts"
 import { countingRecipientWrites } from "./RecipientMetrics.ts"
@@ -140,14 +139,9 @@ export class CampaignService extends Context.Service<CampaignService, {
       // channel, and for a recipient another writer moved meanwhile, a new read.
       const handleStatuses = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
         const at = fromMillis(yield* nowMs)
-        for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
-          const { tenant_id: tenantId, id: channelId } = group[0]!.channel
-          let unsettled = group
-          for (let round = 0; unsettled.length > 0; round++) {
-            if (round === STATUS_MOVE_ROUNDS) {
-              return yield* new StorageError({ reason: "Unavailable", message: "campaign recipients kept moving under other writers" })
-            }
-            const read = yield* store.findRecipientsByExternalIds(tenantId, channelId, [...new Set(unsettled.map(({ event }) => event.externalId))])
+        yield* settleStatuses(inputs, "campaign recipients", (channel, unsettled) =>
+          Effect.gen(function*() {
+            const read = yield* store.findRecipientsByExternalIds(channel.tenant_id, channel.id, [...new Set(unsettled.map(({ event }) => event.externalId))])
             const moves = new Map(read.map((r) => [r.external_id!, { read: r, state: r.state, error: r.error, changed: false }]))
             for (const { event } of unsettled) {
               const move = moves.get(event.externalId)
@@ -159,7 +153,7 @@ export class CampaignService extends Context.Service<CampaignService, {
               move.changed = true
             }
             const changed = [...moves.values()].filter((move) => move.changed)
-            const moved = yield* store.moveRecipients(tenantId, changed.map(({ error, read, state }) => ({
+            const moved = yield* store.moveRecipients(channel.tenant_id, changed.map(({ error, read, state }) => ({
               campaign_id: read.campaign_id,
               seq: read.seq,
               expected: read.state,
@@ -167,10 +161,8 @@ export class CampaignService extends Context.Service<CampaignService, {
               error,
               updated_at: at
             })))
-            const lost = new Set(changed.filter(({ read }) => !moved.has(`${read.campaign_id} ${read.seq}`)).map(({ read }) => read.external_id))
-            unsettled = unsettled.filter(({ event }) => lost.has(event.externalId))
-          }
-        }
+            return new Set(changed.filter(({ read }) => !moved.has(`${read.campaign_id} ${read.seq}`)).map(({ read }) => read.external_id))
+          }))
       })
 
       const statusHandler: ChatappStatusHandler = {

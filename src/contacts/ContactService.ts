@@ -15,6 +15,26 @@ const notFound = (id: string) => new NotFound({ message: `Contact ${id} not foun
 
 const FIELDS = ["name", "phone", "email", "language", "custom_fields"] as const
 
+/** A new contact known by one phone or email, named by what the channel said (trimmed, at most 200 characters). */
+const identified = (
+  id: string,
+  tenantId: string,
+  field: "phone" | "email",
+  value: string,
+  name: string | null,
+  at: string
+): ContactRecord => ({
+  id,
+  tenant_id: tenantId,
+  name: name?.trim().slice(0, 200) || null,
+  phone: field === "phone" ? value : null,
+  email: field === "email" ? value : null,
+  language: null,
+  custom_fields: {},
+  created_at: at,
+  updated_at: null
+})
+
 /** Contacts: created, read, listed and updated within one tenant, announcing changes as events. */
 export class ContactService extends Context.Service<ContactService, {
   readonly create: (
@@ -111,17 +131,7 @@ export class ContactService extends Context.Service<ContactService, {
       ) {
         const found = yield* contacts.findBy(tenantId, field, value)
         if (Option.isSome(found)) return { contact: found.value, created: false }
-        const contact: ContactRecord = {
-          id: yield* newId,
-          tenant_id: tenantId,
-          name: name?.trim().slice(0, 200) || null,
-          phone: field === "phone" ? value : null,
-          email: field === "email" ? value : null,
-          language: null,
-          custom_fields: {},
-          created_at: yield* now,
-          updated_at: null
-        }
+        const contact = identified(yield* newId, tenantId, field, value, name, yield* now)
         yield* contacts.insert(contact)
         yield* outbox.append([
           yield* makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } })
@@ -162,17 +172,7 @@ export class ContactService extends Context.Service<ContactService, {
           const candidates = new Map<string, ContactRecord>()
           for (const { name, phone } of people) {
             if (candidates.has(phone)) continue
-            candidates.set(phone, {
-              id: newIdNow(),
-              tenant_id: tenantId,
-              name: name?.trim().slice(0, 200) || null,
-              phone,
-              email: null,
-              language: null,
-              custom_fields: {},
-              created_at: at,
-              updated_at: null
-            })
+            candidates.set(phone, identified(newIdNow(), tenantId, "phone", phone, name, at))
           }
           const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
           const created = found.filter((contact) => inserted.has(contact.id))

@@ -1,5 +1,6 @@
-import { Context, type Effect, Schema } from "effect"
-import type { StorageError } from "./StorageError.ts"
+import { Context, Effect, Schema } from "effect"
+import { groupBy } from "./Grouping.ts"
+import { StorageError } from "./StorageError.ts"
 
 /** What the operator said when a message failed, as a status or an error entry carries it. */
 export interface ChatappErrorInfo {
@@ -136,7 +137,31 @@ export interface ChatappStatusInput {
  * How many times a status handler reads again what another writer moved under its compare-and-set
  * writes before it gives up (`Unavailable`: the payload is tried again later).
  */
-export const STATUS_MOVE_ROUNDS = 5
+const STATUS_MOVE_ROUNDS = 5
+
+/**
+ * Moves what `inputs` report, a channel at a time, until every move held: `attempt(channel, inputs)`
+ * reads the rows the inputs name, applies the inputs in order, writes the changed rows
+ * compare-and-set, and resolves to the operator ids whose write lost to another writer; their inputs
+ * go again on a new read, up to `STATUS_MOVE_ROUNDS` rounds, then `Unavailable` (`what` kept moving).
+ */
+export const settleStatuses = (
+  inputs: ReadonlyArray<ChatappStatusInput>,
+  what: string,
+  attempt: (channel: InboundChannel, inputs: ReadonlyArray<ChatappStatusInput>) => Effect.Effect<ReadonlySet<string | null>, StorageError>
+): Effect.Effect<void, StorageError> =>
+  Effect.gen(function*() {
+    for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
+      let unsettled: ReadonlyArray<ChatappStatusInput> = group
+      for (let round = 0; unsettled.length > 0; round++) {
+        if (round === STATUS_MOVE_ROUNDS) {
+          return yield* new StorageError({ reason: "Unavailable", message: `${what} kept moving under other writers` })
+        }
+        const lost = yield* attempt(group[0]!.channel, unsettled)
+        unsettled = unsettled.filter(({ event }) => lost.has(event.externalId))
+      }
+    }
+  })
 
 /** An area's handler of message statuses. */
 export interface ChatappStatusHandler {

@@ -1,4 +1,4 @@
-import { Effect, Schema, SchemaTransformation } from "effect"
+import { Clock, Effect, Schema, SchemaTransformation } from "effect"
 import { NotFound } from "./ApiError.ts"
 
 /** A new random identifier (UUID v4), used for every resource the service creates. */
@@ -6,6 +6,17 @@ export const newIdNow = (): string => globalThis.crypto.randomUUID()
 
 /** `newIdNow` as an effect. */
 export const newId: Effect.Effect<string> = Effect.sync(newIdNow)
+
+/**
+ * A new identifier whose order follows time: a UUID of version 7, its first 48 bits the clock's
+ * milliseconds, the rest random (a version 4 UUID's random bits). Rows stored together then land on
+ * the same pages of their key's index instead of a random page each (on SQLite that halved the cost
+ * of storing an inbound payload).
+ */
+export const newTimeOrderedId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (millis) => {
+  const time = millis.toString(16).padStart(12, "0")
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${newIdNow().slice(15)}`
+})
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

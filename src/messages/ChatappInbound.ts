@@ -9,12 +9,12 @@ import {
   type ChatappStatusHandler,
   type ChatappStatusInput,
   RetryLater,
-  STATUS_MOVE_ROUNDS
+  settleStatuses
 } from "../kernel/ChatappEvents.ts"
 import { groupBy } from "../kernel/Grouping.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { newId, newIdNow } from "../kernel/Id.ts"
-import { StorageError } from "../kernel/StorageError.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ChatPlatform } from "../ports/ChatPlatform.ts"
@@ -210,14 +210,9 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
       error: event.error,
       received_at: at
     })))
-    for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
-      const { tenant_id: tenantId, id: channelId } = group[0]!.channel
-      let unsettled = group
-      for (let round = 0; unsettled.length > 0; round++) {
-        if (round === STATUS_MOVE_ROUNDS) {
-          return yield* new StorageError({ reason: "Unavailable", message: "message statuses kept moving under other writers" })
-        }
-        const read = yield* messages.findByExternalIds(tenantId, channelId, [...new Set(unsettled.map(({ event }) => event.externalId))])
+    yield* settleStatuses(inputs, "message statuses", (channel, unsettled) =>
+      Effect.gen(function*() {
+        const read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, [...new Set(unsettled.map(({ event }) => event.externalId))])
         const moves = new Map(read.map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
         for (const { event } of unsettled) {
           const move = moves.get(event.externalId)
@@ -227,7 +222,7 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
         }
         const changed = [...moves.values()].filter((move) => move.changed)
         const moved = yield* messages.moveStatuses(
-          tenantId,
+          channel.tenant_id,
           changed.map(({ read, state }) => ({
             id: read.id,
             expected: { status: read.status, updated_at: read.updated_at },
@@ -242,10 +237,8 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
             }
           }))
         )
-        const lost = new Set(changed.filter(({ read }) => !moved.has(read.id)).map(({ read }) => read.external_id))
-        unsettled = unsettled.filter(({ event }) => lost.has(event.externalId))
-      }
-    }
+        return new Set(changed.filter(({ read }) => !moved.has(read.id)).map(({ read }) => read.external_id))
+      }))
   })
 
   const statusHandler: ChatappStatusHandler = {
