@@ -28,6 +28,7 @@ const STORE_OWNERS = {
   TemplateStore: "templates",
   LibraryCacheStore: "templates",
   SendingLimitStore: "channels",
+  SendRateStore: "channels",
   EmailStore: "email",
   ListStore: "lists",
   CampaignStore: "campaigns",

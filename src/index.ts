@@ -26,6 +26,7 @@ export * as Retention from "./retention/index.ts"
 // Types are exported flat: declaration bundling cannot put interfaces inside the namespaces above.
 export type { BackgroundJob, Running } from "./kernel/BackgroundWork.ts"
 export type { Bootstrapped, CreatedEmailIntegration, IssuedApiKey, IssuedUser } from "./auth/Operator.ts"
+export type { ChannelThroughput, ThroughputGrant } from "./channels/ThroughputService.ts"
 export type { ConversationSend } from "./email/EmailService.ts"
 export type { SummaryCaller, SummaryQuery, SummaryRequest, SummaryTarget } from "./summaries/SummaryService.ts"
 export type { TeamChatActor } from "./team-chat/TeamChatService.ts"

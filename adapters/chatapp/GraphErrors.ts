@@ -1,32 +1,9 @@
 import { Option, Schema } from "effect"
+import { operatorErrorKindOf } from "../../src/kernel/OperatorErrorKind.ts"
 import { ChatPlatformError, type ChatPlatformErrorKind } from "../../src/ports/ChatPlatform.ts"
 
-const RATE_LIMITED = new Set([4, 17, 32, 80007, 130429, 131056])
-const TRANSIENT = new Set([1, 2, 131000, 131016, 131057])
-const POLICY = new Set([368, 131031, 131048])
-const OPTED_OUT = 131050
-
-/**
- * The port's kind for the operator's error `code`. A known code decides; `is_transient` only turns
- * an otherwise unknown code into `transient`, so a rate limit stays a rate limit and a dead token
- * stays `auth` whatever the flag says. The subcode refines none of the listed codes today; it is
- * taken so every caller hands over the whole triple and a refinement would land here alone.
- */
-export const classifyGraphError = (
-  code: number | null,
-  _subcode: number | null,
-  isTransient: boolean
-): ChatPlatformErrorKind => {
-  if (code !== null) {
-    if (RATE_LIMITED.has(code)) return "rate_limited"
-    if (TRANSIENT.has(code)) return "transient"
-    if (code === 0 || code === 190 || code === 10 || (code >= 200 && code <= 299)) return "auth"
-    if (POLICY.has(code)) return "policy"
-    if (code === OPTED_OUT) return "opted_out"
-    if (code >= 132000 && code <= 132016) return "template"
-  }
-  return isTransient ? "transient" : "other"
-}
+/** The port's kind for the operator's error `code` (`operatorErrorKindOf`: the one table of codes). */
+export const classifyGraphError = operatorErrorKindOf
 
 const text = Schema.OptionFromOptionalNullOr(Schema.String)
 const number = Schema.OptionFromOptionalNullOr(Schema.Finite)

@@ -4,9 +4,9 @@ import {
   ChatPlatform,
   type ChatappCredentials,
   type ChatappTemplate,
-  ChatPlatformError,
-  type ChatPlatformErrorKind
+  ChatPlatformError
 } from "../../src/ports/ChatPlatform.ts"
+import { classifyGraphError } from "./GraphErrors.ts"
 import { LIBRARY, type LibraryEntry, matches } from "./SimulatedLibrary.ts"
 import { SIMULATED_MEDIA } from "./SimulatedMedia.ts"
 
@@ -14,14 +14,14 @@ import { SIMULATED_MEDIA } from "./SimulatedMedia.ts"
 // The operator's refusals, in its own words.
 // ---------------------------------------------------------------------------------------------
 
+// The kind comes from the code through the Graph adapter's own table, so the two never disagree.
 const refusal = (
-  kind: ChatPlatformErrorKind,
   code: number,
   message: string,
   extra: { readonly subcode?: number; readonly userTitle?: string; readonly userMessage?: string; readonly httpStatus?: number } = {}
 ) =>
   new ChatPlatformError({
-    kind,
+    kind: classifyGraphError(code, extra.subcode ?? null, false),
     code,
     subcode: extra.subcode ?? null,
     message,
@@ -32,7 +32,7 @@ const refusal = (
   })
 
 const invalidParameter = (userMessage: string, subcode?: number, userTitle?: string) =>
-  refusal("other", 100, "(#100) Invalid parameter", {
+  refusal(100, "(#100) Invalid parameter", {
     userMessage,
     ...(subcode === undefined ? {} : { subcode }),
     ...(userTitle === undefined ? {} : { userTitle })
@@ -48,7 +48,7 @@ const TOKEN = /^\S{20,}$/
  */
 const checkCredentials = (credentials: ChatappCredentials): Effect.Effect<void, ChatPlatformError> => {
   const invalid = (message: string, subcode?: number) =>
-    Effect.fail(refusal("auth", 190, message, { httpStatus: 401, ...(subcode === undefined ? {} : { subcode }) }))
+    Effect.fail(refusal(190, message, { httpStatus: 401, ...(subcode === undefined ? {} : { subcode }) }))
   if (!DIGITS.test(credentials.phoneNumberId)) return invalid("Invalid OAuth access token - the phone number ID must be digits")
   if (!DIGITS.test(credentials.businessAccountId)) return invalid("Invalid OAuth access token - the business account ID must be digits")
   if (!TOKEN.test(credentials.accessToken)) return invalid("Invalid OAuth access token - Cannot parse access token")
@@ -227,7 +227,6 @@ export const makeSimulatedChatPlatform = (options: { readonly now?: () => number
       const media = SIMULATED_MEDIA.find(({ prefix }) => mediaId.startsWith(prefix))
       if (media === undefined) {
         return yield* refusal(
-          "other",
           100,
           `Unsupported get request. Object with ID '${mediaId}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
           { subcode: 33 }

@@ -65,6 +65,7 @@ export interface Database {
   chatapp_templates: ChatappTemplatesTable
   library_cache: LibraryCacheTable
   sending_limits: SendingLimitsTable
+  send_rates: SendRatesTable
   email_integrations: EmailIntegrationsTable
   email_messages: EmailMessagesTable
   email_attachments: EmailAttachmentsTable
@@ -445,4 +446,12 @@ export interface SendingLimitsTable {
   phone_status: string | null
   source: string
   updated_at: string
+}
+
+/** Send slots per chat-app channel (migration 0020); times in epoch microseconds. */
+export interface SendRatesTable {
+  tenant_id: string
+  channel_id: string
+  next_free_us: number
+  host_per_second: number | null
 }

@@ -11,6 +11,11 @@ import type { Dialect } from "./Migrations.ts"
  *
  * A statement is written once for both dialects: `${rows}` places the table (aliased `r`, with the
  * given columns), `$n` the other parameters, numbered from 2 (the rows are parameter 1).
+ *
+ * On SQLite the rows' subquery carries `LIMIT -1` (no limit): a subquery with a LIMIT is never
+ * flattened into a join, so SQLite reads the JSON once into a table of its own and looks each row up
+ * by key. Flattened, it parsed the whole JSON again for every row the statement touched: an UPDATE
+ * of 250 rows took 56 ms instead of under 1.
  */
 export interface JsonBatch {
   /** Runs the statement for `rows`, with `extra` as parameters 2, 3, …, and returns its rows. */
@@ -56,7 +61,7 @@ export const jsonBatch = (options: {
   const postgres = options.dialect === "postgres"
   const rows = postgres
     ? `json_to_recordset($1::json) AS r(${columns.map(([name, type]) => `${name} ${type}`).join(", ")})`
-    : `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(", ")} FROM json_each($1)) AS r`
+    : `(SELECT ${columns.map(([name]) => `json_extract(value, '$.${name}') AS ${name}`).join(", ")} FROM json_each($1) LIMIT -1) AS r`
   const keyIn = (column: string, rowColumn = column.replace(/^.*\./, "")) =>
     postgres
       ? `${column} = ANY(ARRAY(SELECT k.${rowColumn} FROM json_to_recordset($1::json) AS k(${rowColumn} ${typeOf.get(rowColumn) ?? "text"})))`

@@ -35,6 +35,7 @@ import { listStoreLayer } from "./stores/ListStoreKysely.ts"
 import { messageStoreLayer } from "./stores/MessageStoreKysely.ts"
 import { outboxStoreLayer } from "./stores/OutboxStoreKysely.ts"
 import { sendingLimitStoreLayer } from "./stores/SendingLimitStoreKysely.ts"
+import { sendRateStoreLayer } from "./stores/SendRateStoreKysely.ts"
 import { summaryStoreLayer } from "./stores/SummaryStoreKysely.ts"
 import { teamChatStoreLayer } from "./stores/TeamChatStoreKysely.ts"
 import { templateStoreLayer } from "./stores/TemplateStoreKysely.ts"
@@ -94,6 +95,7 @@ export const layer = (db: Kysely<Database>, dialect: Dialect, options: LayerOpti
     templateStoreLayer,
     libraryCacheStoreLayer,
     sendingLimitStoreLayer,
+    sendRateStoreLayer,
     emailStoreLayer,
     listStoreLayer,
     campaignStoreLayer,

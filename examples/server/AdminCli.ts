@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Auth, make, Summaries } from "omnichannel-core"
+import { Auth, Channels, make, Summaries } from "omnichannel-core"
 import { makeGuardedHttp } from "omnichannel-core/http"
 import { readConfig } from "./Config.ts"
 import { operatorOptions } from "./Operator.ts"
@@ -15,6 +15,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   tenant set-sms --tenant ID --enabled true|false
   tenant set-ai --tenant ID --enabled true|false
   channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T
+  channel set-throughput --tenant ID --channel ID --per-second N|auto
   email-integration create --tenant ID --address A [--display-name N]
   credits grant --tenant ID --amount N
   credits show --tenant ID`
@@ -53,6 +54,7 @@ const COMMAND_FLAGS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "billing-account create": ["user", "name"],
   "tenant set-sms": ["tenant", "enabled"],
   "tenant set-ai": ["tenant", "enabled"],
+  "channel set-throughput": ["tenant", "channel", "per-second"],
   "email-integration create": ["tenant", "address", "display-name"],
   "credits grant": ["tenant", "amount"],
   "credits show": ["tenant"]
@@ -129,6 +131,18 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
             .map(([name]) => [name.replaceAll("-", "_"), required(flags, name)])
         )
         return yield* operator.createChannel({ tenantId: required(flags, "tenant"), type, inputs })
+      }
+      case "channel set-throughput": {
+        // A whole number of messages a second, or `auto`: the operator's throughput level decides again.
+        const perSecond = required(flags, "per-second")
+        if (perSecond !== "auto" && !/^[1-9]\d{0,5}$/.test(perSecond)) {
+          throw new UsageError("--per-second takes a positive whole number, or auto")
+        }
+        return yield* (yield* Channels.ThroughputService).setRate(
+          required(flags, "tenant"),
+          required(flags, "channel"),
+          perSecond === "auto" ? null : Number(perSecond)
+        )
       }
       case "email-integration create":
         return yield* operator.createEmailIntegration({

@@ -49,6 +49,7 @@ import { MessageService } from "../messages/MessageService.ts"
 import { BlobStore } from "../ports/BlobStore.ts"
 import { ChatPlatform } from "../ports/ChatPlatform.ts"
 import { SendingLimitService } from "../channels/SendingLimitService.ts"
+import { ThroughputService } from "../channels/ThroughputService.ts"
 import { TemplateLibraryService } from "../templates/TemplateLibraryService.ts"
 import { templateRoutes } from "../templates/TemplateRoutes.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
@@ -117,6 +118,7 @@ export type CoreServices =
   | TemplateLibraryService
   | TemplateService
   | SendingLimitService
+  | ThroughputService
   | EmailService
   | EmailHandlers
   | ListService
@@ -144,7 +146,7 @@ const chatappHandlersLayer = Layer.effect(
     const flows = yield* FlowService
     return ChatappHandlers.of({
       messages: [lists.keywordHandler, flows.answerHandler, messages.storeHandler],
-      statuses: [messages.statusHandler, campaigns.statusHandler],
+      statuses: [messages.statusHandler, campaigns.statusHandler, lists.statusHandler],
       fields: {
         message_template_status_update: [templates.statusHandler],
         phone_number_quality_update: [limits.qualityHandler],
@@ -189,7 +191,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     Layer.provideMerge(Layer.mergeAll(CampaignService.layer, FlowService.layer, TeamChatService.layer)),
     Layer.provideMerge(TemplateService.layer),
     Layer.provideMerge(ListService.layer),
-    Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer)),
+    Layer.provideMerge(Layer.mergeAll(MessageService.layer, TemplateLibraryService.layer, SendingLimitService.layer, ThroughputService.layer)),
     // Message, email and team chat reads fill their attachments' summary fields through it.
     Layer.provideMerge(SummaryService.layer),
     // The dispatcher mails suspension notices through the tenants' service.

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { UuidString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
-import type { CampaignRecord } from "../ports/CampaignStore.ts"
+import { type CampaignRecord, THROTTLE_REASONS } from "../ports/CampaignStore.ts"
 
 const SendTime = Schema.String.check(Schema.isPattern(/^([01]\d|2[0-3]):[0-5]\d$/, { message: "Must be HH:MM, 00:00 to 23:59" }))
 
@@ -64,12 +64,7 @@ export const Campaign = Schema.Struct({
   tenant_id: Schema.String,
   name: Schema.String,
   status: Schema.Literals(["draft", "scheduled", "sending", "paused", "completed"]),
-  throttle_reason: Schema.NullOr(Schema.Literals([
-    "warmup_acknowledgement_required",
-    "daily_batch_limit",
-    "chatapp_messaging_limit",
-    "quality_restricted"
-  ])),
+  throttle_reason: Schema.NullOr(Schema.Literals(THROTTLE_REASONS)),
   channel_ids: Schema.Array(Schema.String),
   template_id: Schema.NullOr(Schema.String),
   variable_values: Schema.Array(Schema.String),

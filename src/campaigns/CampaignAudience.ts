@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { ContactService } from "../contacts/ContactService.ts"
 import type { ListService } from "../lists/ListService.ts"
 import type { NotFound } from "../kernel/ApiError.ts"
@@ -10,7 +10,7 @@ import type {
   CampaignRecord,
   CampaignStore
 } from "../ports/CampaignStore.ts"
-import { planSplit, type PlannedBatch } from "./Pacing.ts"
+import { planSplit, type PlannedBatch, splitCapacity } from "./Pacing.ts"
 
 /** Contacts read (and recipients written) per page: memory stays flat in the audience's size. */
 export const AUDIENCE_PAGE = 500
@@ -24,7 +24,7 @@ export interface AudienceDeps {
 
 /** The audience's sources in order, each a page at a time: every list, then the contact ids. */
 const forEachPage = (
-  deps: AudienceDeps,
+  deps: Pick<AudienceDeps, "lists">,
   campaign: CampaignRecord,
   each: (contactIds: ReadonlyArray<string>, sourceIndex: number) => Effect.Effect<void, StorageError>
 ) =>
@@ -46,7 +46,7 @@ const forEachPage = (
   })
 
 /** An upper bound of the audience before it is read: every source's size added (duplicates counted). */
-export const estimateAudience = (deps: AudienceDeps, campaign: CampaignRecord) =>
+export const estimateAudience = <D extends Pick<AudienceDeps, "lists">>(deps: D, campaign: CampaignRecord) =>
   Effect.gen(function*() {
     let total = 0
     yield* forEachPage(deps, campaign, (ids) => Effect.sync(() => void (total += ids.length)))
@@ -131,7 +131,16 @@ export const materialize = (deps: AudienceDeps, campaign: CampaignRecord, at: st
     return { perChannel, reachable: next, skipped } satisfies MaterializedAudience
   }) as Effect.Effect<MaterializedAudience, NotFound | StorageError>
 
-/** Each number's batches: one batch of everybody at `startMs` without split sending, else the split plan. */
+/** Why a recipient was left out of a split: the plan's 60 days were full (the audience grew after the send was accepted). */
+export const BEYOND_SPLIT_REASON = "split_exceeds_60_days"
+
+/**
+ * Each number's batches: one batch of everybody at `startMs` without split sending, else the split
+ * plan, never longer than 60 days. A number with more pending recipients than its 60 days carry gets
+ * full batches for 60 days; `assignBatches` leaves the rest out (skipped, `split_exceeds_60_days`).
+ * Sends and schedules that would need more are refused up front (`checkSplitFits`), so only an
+ * audience that grew after that check is cut. Never `ok: false` any more (kept for its callers).
+ */
 export const planBatches = (
   campaign: CampaignRecord,
   counts: ReadonlyArray<number>,
@@ -141,21 +150,21 @@ export const planBatches = (
 ): { readonly ok: true; readonly plans: ReadonlyArray<ReadonlyArray<PlannedBatch>> } | { readonly ok: false; readonly reason: string } => {
   const plans: Array<ReadonlyArray<PlannedBatch>> = []
   for (const [index, count] of counts.entries()) {
-    if (campaign.split_sending === null) {
+    const split = campaign.split_sending
+    if (split === null) {
       plans.push(count === 0 ? [] : [{ day: startDays[index] ?? 0, size: count, startsAt: startMs }])
       continue
     }
+    const shape = { mode: split.mode, dailyBatch: split.daily_batch, messagingLimit: limits[index], startDay: startDays[index] ?? 0 }
     const plan = planSplit({
-      mode: campaign.split_sending.mode,
-      dailyBatch: campaign.split_sending.daily_batch,
-      messagingLimit: limits[index],
-      recipients: count,
+      ...shape,
+      recipients: Math.min(count, splitCapacity(shape)),
       firstBatchAt: startMs,
-      startDay: startDays[index] ?? 0,
-      sendTime: campaign.split_sending.send_time,
+      sendTime: split.send_time,
       timeZone: campaign.timezone
     })
-    if (!plan.ok) return { ok: false, reason: `Channel ${campaign.channel_ids[index]}: ${plan.reason}` }
+    // Never: the recipients were cut to what 60 days carry.
+    if (!plan.ok) throw new RangeError(`campaign ${campaign.id}: a split of its capacity did not fit 60 days`)
     plans.push(plan.batches)
   }
   return { ok: true, plans }
@@ -163,7 +172,9 @@ export const planBatches = (
 
 /**
  * Gives the pending recipients their batch, in `seq` order per number: the first `size` of a
- * number go to its first batch, and so on; stores the batches. A page at a time.
+ * number go to its first batch, and so on; stores the batches. A page at a time. Recipients past a
+ * number's last batch (a split's 60 days were full) are skipped with `split_exceeds_60_days`, which
+ * the statistics count, never left pending unplanned.
  */
 export const assignBatches = (
   store: CampaignStore["Service"],
@@ -194,6 +205,7 @@ export const assignBatches = (
     })
     yield* store.putBatches(tenantId, campaign.id, [...kept, ...batchRecords])
     let after: number | null = null
+    let skipped = 0
     for (;;) {
       const page: ReadonlyArray<CampaignRecipientRecord> = yield* store.recipientsIn(tenantId, campaign.id, "pending", {
         plannedBy: null,
@@ -201,19 +213,29 @@ export const assignBatches = (
         limit: 1000
       })
       if (page.length === 0) break
+      const beyond: Array<CampaignRecipientRecord> = []
       const assigned = page.flatMap((recipient) => {
         const i = recipient.channel_id === null ? undefined : index.get(recipient.channel_id)
         if (i === undefined) return []
-        const plan = plans[i]!
+        const plan = plans[i] ?? []
         let position = rank[i]!++
         for (const batch of plan) {
           if (position < batch.size) return [{ seq: recipient.seq, batch_day: batch.day, planned_at: fromMillis(batch.startsAt) }]
           position -= batch.size
         }
-        const last = plan.at(-1)
-        return last === undefined ? [] : [{ seq: recipient.seq, batch_day: last.day, planned_at: fromMillis(last.startsAt) }]
+        beyond.push(recipient)
+        return []
       })
       yield* store.replanRecipients(tenantId, campaign.id, assigned)
+      if (beyond.length > 0) {
+        const at = fromMillis(yield* Clock.currentTimeMillis)
+        skipped += beyond.length
+        yield* Effect.forEach(beyond, (recipient) =>
+          store.updateRecipient({ ...recipient, state: "skipped", skip_reason: BEYOND_SPLIT_REASON, updated_at: at }), { discard: true })
+      }
       after = page.at(-1)!.seq
+    }
+    if (skipped > 0) {
+      yield* Effect.logWarning(`campaign ${campaign.id}: ${skipped} recipient(s) beyond the split's 60 days skipped (${BEYOND_SPLIT_REASON})`)
     }
   })

@@ -1,4 +1,10 @@
 import { Clock, Effect, Option } from "effect"
+import type { ConversationService } from "../conversations/ConversationService.ts"
+import { openKey } from "../conversations/ConversationService.ts"
+import { type MessageService, type OutboundOutcome, pendingMessage } from "../messages/MessageService.ts"
+import type { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
+import type { ConversationRecord } from "../ports/ConversationStore.ts"
+import type { MessageError, MessageRecord } from "../ports/MessageStore.ts"
 import type { SendingLimitService } from "../channels/SendingLimitService.ts"
 import type { TemplateService } from "../templates/TemplateService.ts"
 import { inJobSpan } from "../kernel/TraceContext.ts"
@@ -6,7 +12,7 @@ import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
-import type { CampaignRecipientRecord, CampaignRecord, ThrottleReason } from "../ports/CampaignStore.ts"
+import type { CampaignRecipientRecord, CampaignRecord, RecipientState, ThrottleReason } from "../ports/CampaignStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 import { type AudienceDeps, assignBatches, materialize, planBatches } from "./CampaignAudience.ts"
 import { limitOf } from "./CampaignWarmup.ts"
@@ -21,18 +27,63 @@ export interface CampaignEngineSettings {
   readonly leaseSeconds: number
   /** Recipients handed to the operator per campaign and round. */
   readonly sendPage: number
-  /** Sends in flight at once per campaign. */
+  /**
+   * Recipients of a campaign handed over and not yet settled at once (sends in flight included):
+   * handed over and written back half of it per transaction. After a crash, at most this many
+   * recipients have an unknown fate.
+   */
   readonly concurrency: number
 }
 
-/** The defaults: 4 campaigns a claim, held 5 minutes, 200 recipients a round, 8 sends at once. */
-export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 300, sendPage: 200, concurrency: 8 }
+/** The defaults: 4 campaigns a claim, held 5 minutes, 1,000 recipients a round, 64 in flight (32 a transaction). */
+export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 300, sendPage: 1000, concurrency: 64 }
 
 // The operator's code for a number restricted for quality or spam: the campaign pauses.
 const QUALITY_RESTRICTED_CODE = 131048
 const WINDOW_MS = 24 * 60 * 60 * 1000
-const RETRY_RATE_LIMITED_MS = 30_000
+/** After the operator's rate limit (throughput or pair), the next round waits this long. */
+const RETRY_RATE_LIMITED_MS = 1_000
+/** After an operator failure of the moment (5xx, timeout), the next round waits this long. */
+const RETRY_TRANSIENT_MS = 30_000
 const RETRY_LIMIT_MS = 60_000
+const INTERRUPTED = "interrupted while being handed to the operator; not sent again, so it is never sent twice"
+
+/** What a round learnt from the operator's answers. */
+interface RoundFacts {
+  /** Set when the operator asked to slow down (rate limit) or failed for the moment: wait this long. */
+  backoffMs: number | null
+  /** The number is restricted for quality: the campaign pauses. */
+  restricted: boolean
+}
+
+/** One recipient's send and what came of it. */
+interface SendResult {
+  readonly recipient: CampaignRecipientRecord
+  readonly message: MessageRecord
+  readonly outcome:
+    | { readonly _tag: "sent"; readonly externalId: string }
+    | { readonly _tag: "failed"; readonly error: ChatPlatformError }
+    | { readonly _tag: "retry" }
+  readonly at: string
+}
+
+/** The stored error of a message the operator refused. */
+const messageErrorOf = (error: ChatPlatformError): MessageError => ({
+  code: error.code,
+  title: error.userTitle,
+  message: error.userMessage ?? error.message,
+  details: null
+})
+
+/** A recipient's state is its message's: the forward-only rule lives in the message lifecycle. */
+const recipientStateOf = (message: MessageRecord): RecipientState =>
+  message.status === "delivered" || message.status === "read" || message.status === "failed" ? message.status : "sent"
+
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
 
 /** What the engine needs. */
 export interface EngineDeps extends AudienceDeps {
@@ -44,11 +95,15 @@ export interface EngineDeps extends AudienceDeps {
     audienceOf: (index: number) => number,
     now: number
   ) => Effect.Effect<WarmupCheck, unknown>
+  readonly messages: MessageService["Service"]
+  readonly conversations: ConversationService["Service"]
+  readonly platform: ChatPlatform["Service"]
+  /** Waits for the number's next send slot (its throughput, shared by every process sending through it). */
+  readonly pace: (tenantId: string, channelId: string) => Effect.Effect<void, StorageError>
   /** The template each number sends (by index of `channel_ids`): the campaign's, or its twin adopted there. */
   readonly templateFor: (campaign: CampaignRecord) => Effect.Effect<ReadonlyArray<string | null>, StorageError>
 }
 
-type SendOutcome = "sent" | "failed" | "retry" | "restricted"
 
 /**
  * Plans the batches of a started campaign from `startMs` and sets it sending: each number's
@@ -137,39 +192,192 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
     }))
   })
 
-  // Recipients a dead worker had handed over: their outcome is unknown, so they are never sent again.
+  // Recipients a dead worker had handed over: their outcome is unknown, so they are never sent again;
+  // their messages, still pending, fail with them. One statement each a page of them.
   const recover = Effect.fnUntraced(function*(campaign: CampaignRecord, at: string) {
     for (;;) {
       const stuck = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "sending", { plannedBy: null, afterSeq: null, limit: 500 })
       if (stuck.length === 0) return
-      yield* Effect.forEach(stuck, (r) =>
-        store.updateRecipient({
-          ...r,
-          state: "failed",
-          error: "interrupted while being handed to the operator; not sent again, so it is never sent twice",
+      yield* transactor.withTransaction(Effect.gen(function*() {
+        const messageIds = stuck.flatMap((r) => (r.message_id === null ? [] : [r.message_id]))
+        yield* deps.messages.outbound.failPending(campaign.tenant_id, messageIds, { code: null, title: null, message: INTERRUPTED, details: null }, at)
+        yield* store.settleRecipients(campaign.tenant_id, campaign.id, stuck.map((r) => ({
+          seq: r.seq,
+          expected: "sending" as const,
+          state: "failed" as const,
+          handed_at: r.handed_at,
+          message_id: r.message_id,
+          external_id: r.external_id,
+          error: INTERRUPTED,
           updated_at: at
-        }), { discard: true })
+        })))
+      }))
     }
   })
 
-  const sendOne = (campaign: CampaignRecord, templateId: string, recipient: CampaignRecipientRecord) =>
-    deps.templates.send(campaign.tenant_id, templateId, {
-      channel_id: recipient.channel_id!,
-      contact_id: recipient.contact_id,
+  // One number's due recipients of a round, a page at a time: handed over a slice per transaction
+  // (their conversations found or opened, their messages stored pending, the recipients marked
+  // sending), sent concurrently, and their outcomes written back in gathered groups.
+  const sendPage = Effect.fnUntraced(function*(
+    campaign: CampaignRecord,
+    channelId: string,
+    templateId: string | null,
+    due: ReadonlyArray<CampaignRecipientRecord>,
+    facts: RoundFacts
+  ) {
+    const tenantId = campaign.tenant_id
+    const startAt = fromMillis(yield* Clock.currentTimeMillis)
+    const failAll = (error: string) =>
+      store.settleRecipients(tenantId, campaign.id, due.map((r) => ({
+        seq: r.seq,
+        expected: "pending" as const,
+        state: "failed" as const,
+        handed_at: null,
+        message_id: null,
+        external_id: null,
+        error,
+        updated_at: startAt
+      })))
+    if (templateId === null) return yield* failAll("no approved template of the campaign on this number")
+    // Checked and rendered once for the whole page.
+    const prepared = yield* Effect.result(deps.templates.prepareSend(tenantId, templateId, {
+      channel_id: channelId,
       variable_values: [...campaign.variable_values]
-    }).pipe(
-      Effect.map((message) => ({ outcome: "sent" as SendOutcome, message, error: null as string | null })),
-      Effect.catch((error): Effect.Effect<{ outcome: SendOutcome; message: null; error: string | null }, StorageError> => {
-        if (error._tag === "StorageError") return Effect.fail(error)
-        if (error._tag === "OperatorFailed") {
-          if (error.operator.kind === "rate_limited" || error.operator.kind === "transient") {
-            return Effect.succeed({ outcome: "retry", message: null, error: null })
-          }
-          if (error.operator.code === QUALITY_RESTRICTED_CODE) return Effect.succeed({ outcome: "restricted", message: null, error: null })
-        }
-        return Effect.succeed({ outcome: "failed", message: null, error: error.message })
-      })
+    }))
+    if (prepared._tag === "Failure") {
+      if (prepared.failure._tag === "StorageError") return yield* Effect.fail(prepared.failure)
+      return yield* failAll(prepared.failure.message)
+    }
+    const send = prepared.success
+    const phones = new Map(
+      (yield* deps.contacts.getMany(tenantId, [...new Set(due.map((r) => r.contact_id))])).map((c) => [c.id, c.phone])
     )
+
+    const handOver = (slice: ReadonlyArray<CampaignRecipientRecord>) =>
+      transactor.withTransaction(Effect.gen(function*() {
+        const at = fromMillis(yield* Clock.currentTimeMillis)
+        // Paused (or otherwise stopped) since the round began: nobody more is handed over.
+        const now = yield* store.get(tenantId, campaign.id)
+        if (Option.isNone(now) || now.value.status !== "sending") return new Map<number, { readonly message: MessageRecord; readonly to: string }>()
+        const reachable = slice.filter((r) => phones.get(r.contact_id) != null)
+        const unreachable = slice.filter((r) => phones.get(r.contact_id) == null)
+        const open = reachable.length === 0
+          ? new Map<string, ConversationRecord>()
+          : yield* deps.conversations.openForMany(tenantId, reachable.map((r) => ({ channelId, contactId: r.contact_id })))
+        const handed = new Map<number, { readonly message: MessageRecord; readonly to: string }>()
+        for (const r of reachable) {
+          const conversation = open.get(openKey(channelId, r.contact_id))!
+          const message = pendingMessage({ conversation, messageType: send.messageType, text: send.text, content: send.content }, yield* newId, at)
+          handed.set(r.seq, { message, to: phones.get(r.contact_id)!.replace(/^\+/, "") })
+        }
+        yield* deps.messages.outbound.recordPendingMany([...handed.values()].map(({ message }) => message))
+        const moved = yield* store.settleRecipients(tenantId, campaign.id, [
+          ...reachable.map((r) => ({
+            seq: r.seq,
+            expected: "pending" as const,
+            state: "sending" as const,
+            handed_at: at,
+            message_id: handed.get(r.seq)!.message.id,
+            external_id: null,
+            error: null,
+            updated_at: at
+          })),
+          ...unreachable.map((r) => ({
+            seq: r.seq,
+            expected: "pending" as const,
+            state: "failed" as const,
+            handed_at: null,
+            message_id: null,
+            external_id: null,
+            error: "The contact has no phone number",
+            updated_at: at
+          }))
+        ])
+        // A recipient no longer pending (settled by another writer) is not sent; its message goes.
+        const lost = [...handed.entries()].filter(([seq]) => !moved.has(seq))
+        if (lost.length > 0) {
+          yield* deps.messages.outbound.dropPending(tenantId, lost.map(([, { message }]) => message.id))
+          for (const [seq] of lost) handed.delete(seq)
+        }
+        return handed
+      }))
+
+    const sendOne = (recipient: CampaignRecipientRecord, item: { readonly message: MessageRecord; readonly to: string }) =>
+      Effect.gen(function*() {
+        if (facts.backoffMs !== null || facts.restricted) {
+          return { recipient, message: item.message, outcome: { _tag: "retry" }, at: fromMillis(yield* Clock.currentTimeMillis) } satisfies SendResult
+        }
+        yield* deps.pace(tenantId, channelId)
+        const answer = yield* Effect.result(deps.platform.sendMessage(send.credentials, item.to, send.operatorMessage))
+        const at = fromMillis(yield* Clock.currentTimeMillis)
+        if (answer._tag === "Success") {
+          return { recipient, message: item.message, outcome: { _tag: "sent", externalId: answer.success.messageId }, at } satisfies SendResult
+        }
+        const error = answer.failure
+        if (error.kind === "rate_limited" || error.kind === "transient") {
+          facts.backoffMs = Math.max(facts.backoffMs ?? 0, error.kind === "rate_limited" ? RETRY_RATE_LIMITED_MS : RETRY_TRANSIENT_MS)
+          return { recipient, message: item.message, outcome: { _tag: "retry" }, at } satisfies SendResult
+        }
+        if (error.code === QUALITY_RESTRICTED_CODE) {
+          facts.restricted = true
+          return { recipient, message: item.message, outcome: { _tag: "retry" }, at } satisfies SendResult
+        }
+        return { recipient, message: item.message, outcome: { _tag: "failed", error }, at } satisfies SendResult
+      })
+
+    // Two groups at a time: one's sends in flight while the other is handed over or written back, so
+    // at most a window of recipients (`concurrency`) is ever handed over and not yet settled.
+    const group = Math.max(1, Math.floor(settings.concurrency / 2))
+    yield* Effect.forEach(chunksOf(due, group), (slice) =>
+      Effect.gen(function*() {
+        const handed = yield* handOver(slice)
+        if (handed.size === 0) return
+        const results = yield* Effect.forEach(slice.filter((r) => handed.has(r.seq)), (r) => sendOne(r, handed.get(r.seq)!), {
+          concurrency: "unbounded"
+        })
+        yield* writeOutcomes(campaign, results)
+      }), { concurrency: 2, discard: true })
+  })
+
+  // A group of the operator's answers, written in one transaction: the messages settled (sent with
+  // the operator's id, or failed with its error) with their conversations' times and `message.sent`
+  // events; recipients the operator refused for a reason of the moment back to pending, their
+  // messages dropped; each recipient settled from its message's state; opt-outs the operator
+  // reported kept on the contact.
+  const writeOutcomes = (campaign: CampaignRecord, group: ReadonlyArray<SendResult>) =>
+    transactor.withTransaction(Effect.gen(function*() {
+      const tenantId = campaign.tenant_id
+      const settled = yield* deps.messages.outbound.settle(tenantId, group.flatMap(({ at, message, outcome }): Array<OutboundOutcome> =>
+        outcome._tag === "sent"
+          ? [{ _tag: "sent", message, externalId: outcome.externalId, at }]
+          : outcome._tag === "failed"
+          ? [{ _tag: "failed", message, at, error: messageErrorOf(outcome.error) }]
+          : []
+      ))
+      const byMessage = new Map(settled.map((s) => [s.record.id, s.record]))
+      const retried = group.filter(({ outcome }) => outcome._tag === "retry")
+      yield* deps.messages.outbound.dropPending(tenantId, retried.map(({ message }) => message.id))
+      yield* store.settleRecipients(tenantId, campaign.id, group.map(({ at, message, outcome, recipient }) => {
+        if (outcome._tag === "retry") {
+          return { seq: recipient.seq, expected: "sending" as const, state: "pending" as const, handed_at: null, message_id: null, external_id: null, error: null, updated_at: at }
+        }
+        const record = byMessage.get(message.id)!
+        return {
+          seq: recipient.seq,
+          expected: "sending" as const,
+          state: recipientStateOf(record),
+          // A refusal reached nobody: it counts neither toward the messaging limit nor the warm-up history.
+          handed_at: outcome._tag === "failed" ? null : recipient.handed_at ?? at,
+          message_id: message.id,
+          external_id: record.external_id,
+          error: outcome._tag === "failed" ? (record.error?.message ?? outcome.error.message) : null,
+          updated_at: at
+        }
+      }))
+      const optedOut = group.filter(({ outcome }) => outcome._tag === "failed" && outcome.error.kind === "opted_out")
+      yield* Effect.forEach(optedOut, ({ at, recipient }) =>
+        deps.lists.recordOptOut({ tenant_id: tenantId, contact_id: recipient.contact_id, channel_id: recipient.channel_id, source: "operator_error", opted_out_at: at }), { discard: true })
+    }))
 
   const work = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
     const at = fromMillis(nowMs)
@@ -179,7 +387,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
     const perChannel = Math.max(1, Math.ceil(settings.sendPage / campaign.channel_ids.length))
     let limited = false
     let full = false
-    const chosen: Array<CampaignRecipientRecord> = []
+    const pages: Array<{ readonly channelId: string; readonly templateId: string | null; readonly due: Array<CampaignRecipientRecord> }> = []
     for (const [index, channelId] of campaign.channel_ids.entries()) {
       const mine = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", {
         plannedBy: at,
@@ -195,73 +403,48 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
         : { distinct: 0, already: [] as ReadonlyArray<string> }
       const already = new Set(reached.already)
       room -= reached.distinct
-      let taken = 0
+      const due: Array<CampaignRecipientRecord> = []
       for (const r of mine) {
         if (already.has(r.contact_id)) {
-          chosen.push(r)
-          taken++
+          due.push(r)
         } else if (room > 0) {
           room--
-          chosen.push(r)
-          taken++
+          due.push(r)
         } else limited = true
       }
-      if (mine.length === perChannel && taken === mine.length) full = true
+      if (mine.length === perChannel && due.length === mine.length) full = true
+      if (due.length > 0) pages.push({ channelId, templateId: templates[index] ?? null, due })
     }
-    let retry = false
-    let restricted = false
-    yield* Effect.forEach(chosen, (due) =>
-      Effect.gen(function*() {
-        // Handed over and committed just before its own call to the operator: never handed twice,
-        // and only the sends really in flight can be caught by a crash.
-        const handedAt = fromMillis(yield* Clock.currentTimeMillis)
-        const recipient: CampaignRecipientRecord = { ...due, state: "sending", handed_at: handedAt, updated_at: handedAt }
-        yield* store.updateRecipient(recipient)
-        const templateId = templates[campaign.channel_ids.indexOf(recipient.channel_id!)] ?? null
-        const result = templateId === null
-          ? { outcome: "failed" as SendOutcome, message: null, error: "no approved template of the campaign on this number" }
-          : yield* sendOne(campaign, templateId, recipient)
-        const doneAt = fromMillis(yield* Clock.currentTimeMillis)
-        if (result.outcome === "retry" || result.outcome === "restricted") {
-          if (result.outcome === "retry") retry = true
-          else restricted = true
-          return yield* store.updateRecipient({ ...recipient, state: "pending", handed_at: null, updated_at: doneAt })
-        }
-        const message = result.message
-        yield* store.updateRecipient({
-          ...recipient,
-          // A refusal reached nobody: it counts neither toward the messaging limit nor the warm-up history.
-          handed_at: message === null ? null : recipient.handed_at,
-          state: message === null ? "failed" : message.status === "failed" ? "failed" : message.status === "pending" ? "sent" : message.status as CampaignRecipientRecord["state"],
-          message_id: message?.id ?? null,
-          external_id: message?.external_id ?? null,
-          error: result.error,
-          updated_at: doneAt
-        })
-      }), { concurrency: settings.concurrency, discard: true })
+    const facts: RoundFacts = { backoffMs: null, restricted: false }
+    yield* Effect.forEach(pages, ({ channelId, due, templateId }) => sendPage(campaign, channelId, templateId, due, facts), {
+      concurrency: "unbounded",
+      discard: true
+    })
+    const retry = facts.backoffMs !== null
+    const restricted = facts.restricted
 
     const endMs = yield* Clock.currentTimeMillis
     const end = fromMillis(endMs)
-    const fresh = Option.getOrElse(yield* store.get(campaign.tenant_id, campaign.id), () => campaign)
-    // Paused meanwhile by the user: what was handed is recorded; nothing more is planned.
-    if (fresh.status !== "sending") return fresh
+    // Only while still sending, and only the columns a round owns: a pause that landed meanwhile stands.
+    const settle = (set: Partial<CampaignRecord>) =>
+      store.transition(campaign.tenant_id, campaign.id, { expected: ["sending"], set: { ...set, updated_at: end } })
     if (restricted) {
-      return yield* save(fresh, { status: "paused", throttle_reason: "quality_restricted", paused_at: end, next_run_at: null }, end)
+      return yield* settle({ status: "paused", throttle_reason: "quality_restricted", paused_at: end, next_run_at: null })
     }
-    if (full && !retry) return yield* save(fresh, { throttle_reason: null, next_run_at: end }, end)
-    if (retry) return yield* save(fresh, { next_run_at: fromMillis(endMs + RETRY_RATE_LIMITED_MS) }, end)
+    if (full && !retry) return yield* settle({ throttle_reason: null, next_run_at: end })
+    if (retry) return yield* settle({ next_run_at: fromMillis(endMs + facts.backoffMs!) })
     if (limited) {
-      return yield* save(fresh, { throttle_reason: "chatapp_messaging_limit" as ThrottleReason, next_run_at: fromMillis(endMs + RETRY_LIMIT_MS) }, end)
+      return yield* settle({ throttle_reason: "chatapp_messaging_limit" as ThrottleReason, next_run_at: fromMillis(endMs + RETRY_LIMIT_MS) })
     }
     const left = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", { plannedBy: null, afterSeq: null, limit: 1 })
     if (left.length === 0) {
-      return yield* save(fresh, { status: "completed", throttle_reason: null, completed_at: end, next_run_at: null }, end)
+      return yield* settle({ status: "completed", throttle_reason: null, completed_at: end, next_run_at: null })
     }
     const upcoming = (yield* store.batchesOf(campaign.tenant_id, campaign.id))
       .map((b) => Date.parse(b.starts_at))
       .filter((t) => t > endMs)
     const nextAt = upcoming.length === 0 ? endMs : Math.min(...upcoming)
-    return yield* save(fresh, { throttle_reason: "daily_batch_limit", next_run_at: fromMillis(nextAt) }, end)
+    return yield* settle({ throttle_reason: "daily_batch_limit", next_run_at: fromMillis(nextAt) })
   })
 
   const processOne = (campaign: CampaignRecord, holder: string) =>

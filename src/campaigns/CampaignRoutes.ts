@@ -21,6 +21,9 @@ const id = (params: Readonly<Record<string, string>>) => pathId(params, "campaig
 const ListQuery = Schema.Struct({ ...pageQueryFields(CAMPAIGNS_PAGE_SIZE.max) })
 const ResumeRequest = SendCampaignRequest
 
+const SPLIT_NOTE =
+  "Validation failed: `detail` lists {loc, msg, type}. `type: split_exceeds_60_days` when split sending cannot reach the audience (as estimated now) within the 60 days a split may last; its `ctx` gives max_days, days_needed, recipients, channel_id and smallest_daily_batch"
+
 const WARMUP_NOTE =
   "409 with code warmup_acknowledgement_required (and the warm-up check) when a warming-up number would reach more than 250 people at once unconfirmed: send again with warmup_acknowledged: true"
 
@@ -36,7 +39,8 @@ export const campaignRoutes = [
     auth: { kind: "api_key", scopes: ["campaigns:create"] },
     body: CreateCampaignRequest,
     response: { status: 201, schema: Campaign, description: "The campaign, a draft" },
-    errors: [404, 422],
+    errors: [400, 404, 422],
+    errorDescriptions: { 422: SPLIT_NOTE },
     handle: ({ principal, body }) => Effect.flatMap(CampaignService, (service) => service.create(principal.tenantId, body))
   }),
   route({
@@ -79,7 +83,8 @@ export const campaignRoutes = [
     auth: { kind: "api_key", scopes: ["campaigns:update"] },
     body: UpdateCampaignRequest,
     response: { status: 200, schema: Campaign, description: "The campaign" },
-    errors: [404, 409, 422],
+    errors: [400, 404, 409, 422],
+    errorDescriptions: { 422: SPLIT_NOTE },
     handle: ({ principal, params, body }) =>
       Effect.gen(function*() {
         return yield* (yield* CampaignService).update(principal.tenantId, yield* id(params), body)
@@ -94,7 +99,8 @@ export const campaignRoutes = [
     auth: { kind: "api_key", scopes: ["campaigns:update"] },
     body: SendCampaignRequest,
     response: { status: 200, schema: Campaign, description: "The campaign, sending" },
-    errors: [404, 409, 422],
+    errors: [400, 404, 409, 422],
+    errorDescriptions: { 422: SPLIT_NOTE },
     handle: ({ principal, params, body }) =>
       Effect.gen(function*() {
         return yield* (yield* CampaignService).send(principal.tenantId, yield* id(params), body)
@@ -110,7 +116,8 @@ export const campaignRoutes = [
     auth: { kind: "api_key", scopes: ["campaigns:update"] },
     body: ScheduleCampaignRequest,
     response: { status: 200, schema: Campaign, description: "The campaign, scheduled" },
-    errors: [404, 409, 422],
+    errors: [400, 404, 409, 422],
+    errorDescriptions: { 422: SPLIT_NOTE },
     handle: ({ principal, params, body }) =>
       Effect.gen(function*() {
         return yield* (yield* CampaignService).schedule(principal.tenantId, yield* id(params), body)

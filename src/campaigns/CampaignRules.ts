@@ -1,12 +1,15 @@
 import { Effect, Option } from "effect"
 import type { ChannelService } from "../channels/ChannelService.ts"
+import type { SendingLimitService } from "../channels/SendingLimitService.ts"
 import type { ContactService } from "../contacts/ContactService.ts"
 import type { ListService } from "../lists/ListService.ts"
 import type { TemplateService } from "../templates/TemplateService.ts"
-import { InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { ChannelUnavailable, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import type { CampaignRecord } from "../ports/CampaignStore.ts"
-import { isTimeZone } from "./Pacing.ts"
+import { estimateAudience } from "./CampaignAudience.ts"
+import { limitOf, shareOf } from "./CampaignWarmup.ts"
+import { isTimeZone, planSplit, smallestDailyBatch, SPLIT_MAX_DAYS } from "./Pacing.ts"
 
 /** What checking a campaign reads. */
 export interface ShapeDeps {
@@ -15,13 +18,14 @@ export interface ShapeDeps {
   readonly contacts: ContactService["Service"]
   readonly templates: TemplateService["Service"]
   readonly templateFor: (campaign: CampaignRecord) => Effect.Effect<ReadonlyArray<string | null>, StorageError>
+  readonly limits: SendingLimitService["Service"]
 }
 
 /**
  * Checks what a campaign names before it is stored or sent: its numbers are connected chat-app
  * channels of the tenant, its lists exist, its template is approved and adopted on every number
- * (the same name and language), its values fit the template, its time zone and split are valid,
- * and it has an audience.
+ * (the same name and language), its values fit the template, its time zone and split are valid
+ * (a split reaches the audience as estimated now within 60 days), and it has an audience.
  */
 export const checkCampaignShape = (deps: ShapeDeps, tenantId: string, campaign: CampaignRecord) =>
   Effect.gen(function*() {
@@ -38,15 +42,9 @@ export const checkCampaignShape = (deps: ShapeDeps, tenantId: string, campaign: 
     if (campaign.audience.list_ids.length === 0 && campaign.audience.contact_ids.length === 0) {
       return yield* InvalidRequest.single(["body", "audience"], "Give list_ids or contact_ids", "missing")
     }
-    for (const [index, channelId] of campaign.channel_ids.entries()) {
+    for (const channelId of campaign.channel_ids) {
       const channel = yield* deps.channels.get(tenantId, channelId)
-      if (channel.platform !== "chatapp" || channel.status !== "active") {
-        return yield* InvalidRequest.single(
-          ["body", "channel_ids", index],
-          `Channel ${channelId} is not a connected chat-app number; campaigns send chat-app templates`,
-          "channel_unavailable"
-        )
-      }
+      if (channel.platform !== "chatapp" || channel.status !== "active") return yield* ChannelUnavailable.of(channel.id)
     }
     for (const listId of campaign.audience.list_ids) yield* deps.lists.get(tenantId, listId)
     if (campaign.template_id === null) {
@@ -75,6 +73,46 @@ export const checkCampaignShape = (deps: ShapeDeps, tenantId: string, campaign: 
     }
     const blank = campaign.variable_values.findIndex((value) => value.trim() === "")
     if (blank >= 0) return yield* InvalidRequest.single(["body", "variable_values", blank], "Must not be blank", "value_error")
+    yield* checkSplitFits(deps, campaign)
     // Contact ids are checked exactly when the audience is read; an unknown one is skipped there.
     return Option.none()
+  })
+
+/**
+ * Refuses split sending that cannot reach the audience in the 60 days a split may last (422
+ * `split_exceeds_60_days`, with `ctx`: `max_days`, `days_needed`, `recipients`, `channel_id` and
+ * `smallest_daily_batch`, the smallest fixed batch that fits). The audience is estimated as the
+ * warm-up check does before sending (every source's size added) and shared over the numbers; the
+ * ramp is capped at each number's messaging limit as last known.
+ */
+const checkSplitFits = (deps: Pick<ShapeDeps, "lists" | "limits">, campaign: CampaignRecord) =>
+  Effect.gen(function*() {
+    const split = campaign.split_sending
+    if (split === null || (split.mode === "fixed" && split.daily_batch === null)) return
+    const total = yield* estimateAudience(deps, campaign)
+    for (const [index, channelId] of campaign.channel_ids.entries()) {
+      const recipients = shareOf(total, campaign.channel_ids.length, index)
+      const { limit } = yield* limitOf(deps.limits, campaign.tenant_id, channelId)
+      const plan = planSplit({
+        mode: split.mode,
+        dailyBatch: split.daily_batch,
+        messagingLimit: limit,
+        recipients,
+        firstBatchAt: 0,
+        startDay: 0,
+        sendTime: split.send_time,
+        timeZone: campaign.timezone
+      })
+      if (plan.ok) continue
+      const smallest = smallestDailyBatch(recipients)
+      const pace = split.mode === "fixed"
+        ? `at ${split.daily_batch} a day`
+        : `on the ramp, capped at the number's messaging limit of ${String(limit)} a day,`
+      return yield* InvalidRequest.single(
+        ["body", "split_sending", split.mode === "fixed" ? "daily_batch" : "mode"],
+        `A split lasts at most ${SPLIT_MAX_DAYS} days: the ${recipients} recipients through channel ${channelId} need ${plan.daysNeeded} days ${pace}. The smallest daily_batch that fits is ${smallest}`,
+        "split_exceeds_60_days",
+        { max_days: SPLIT_MAX_DAYS, days_needed: plan.daysNeeded, recipients, channel_id: channelId, smallest_daily_batch: smallest }
+      )
+    }
   })

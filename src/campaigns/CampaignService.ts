@@ -4,14 +4,17 @@ import { SendingLimitService } from "../channels/SendingLimitService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ListService } from "../lists/ListService.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
-import { Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { ConversationService } from "../conversations/ConversationService.ts"
+import { MessageService } from "../messages/MessageService.ts"
+import { ChatPlatform } from "../ports/ChatPlatform.ts"
+import { type ChannelUnavailable, Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { type ChatappStatusHandler, type ChatappStatusInput, settleStatuses } from "../kernel/ChatappEvents.ts"
 import { newId } from "../kernel/Id.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
-import { type CampaignRecord, CampaignStore, type RecipientState } from "../ports/CampaignStore.ts"
+import { type CampaignChanges, type CampaignRecord, CampaignStore, type RecipientState } from "../ports/CampaignStore.ts"
 import { countingRecipientWrites } from "./RecipientMetrics.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import {
@@ -22,8 +25,10 @@ import {
   type UpdateCampaignRequest,
   type WarmupCheck
 } from "./Campaign.ts"
-import { estimateAudience } from "./CampaignAudience.ts"
-import { DEFAULT_CAMPAIGN_ENGINE, type EngineDeps, launch, makeCampaignJob } from "./CampaignEngine.ts"
+import { assignBatches, estimateAudience } from "./CampaignAudience.ts"
+import { DEFAULT_CAMPAIGN_ENGINE, type EngineDeps, makeCampaignJob } from "./CampaignEngine.ts"
+import { type CampaignEvent, columnsOf, conflictMessage, type Refusal, stateOf, transition, withFacts } from "./CampaignMachine.ts"
+import { planPending, type Plans } from "./CampaignPlan.ts"
 import { makeWarmupCheck, shareOf } from "./CampaignWarmup.ts"
 import { checkCampaignShape } from "./CampaignRules.ts"
 
@@ -34,17 +39,47 @@ const RANK: Readonly<Record<RecipientState, number>> = { pending: 0, sending: 1,
 
 type Transition = { readonly warmup_acknowledged?: boolean }
 
+/** The fields a PATCH changes. */
+const contentOf = (campaign: CampaignRecord): CampaignChanges => ({
+  name: campaign.name,
+  channel_ids: campaign.channel_ids,
+  template_id: campaign.template_id,
+  variable_values: campaign.variable_values,
+  audience: campaign.audience,
+  timezone: campaign.timezone,
+  skip_duplicates: campaign.skip_duplicates,
+  split_sending: campaign.split_sending
+})
+
+/** Keeps the errors a request can raise; any other the machine never asks of it is a defect. */
+const only = <Tag extends string>(tags: ReadonlyArray<Tag>) =>
+<A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>): Effect.Effect<A, Extract<E, { readonly _tag: Tag }>> =>
+  Effect.catch(effect, (error) =>
+    (tags as ReadonlyArray<string>).includes(error._tag) ? Effect.fail(error as Extract<E, { readonly _tag: Tag }>) : Effect.die(error))
+
+// A request that keeps losing its write to the engine gives up: each loss is another writer's progress.
+const MAX_ATTEMPTS = 10
+
+/** What a request gathered for the machine: the warm-up check (a refusal's body), the plan (`AssignPlan`). */
+interface Gathered {
+  readonly check?: WarmupCheck
+  readonly plans?: Plans
+}
+
 /**
  * Campaigns: written, checked for warm-up, sent now or scheduled, paused and resumed; read with
  * their statistics. Sending is the background job `job`.
  */
 export class CampaignService extends Context.Service<CampaignService, {
-  readonly create: (tenantId: string, request: CreateCampaignRequest) => Effect.Effect<Campaign, NotFound | InvalidRequest | StorageError>
+  readonly create: (
+    tenantId: string,
+    request: CreateCampaignRequest
+  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | ChannelUnavailable | StorageError>
   readonly update: (
     tenantId: string,
     id: string,
     request: UpdateCampaignRequest
-  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | Conflict | StorageError>
+  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | ChannelUnavailable | Conflict | StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Campaign, NotFound | StorageError>
   readonly list: (
     tenantId: string,
@@ -52,12 +87,16 @@ export class CampaignService extends Context.Service<CampaignService, {
   ) => Effect.Effect<{ readonly items: ReadonlyArray<Campaign>; readonly total: number }, StorageError>
   readonly warmupCheck: (tenantId: string, id: string) => Effect.Effect<WarmupCheck, NotFound | StorageError>
   /** Sends now; 409 `warmup_acknowledgement_required` when a warming-up number would reach more than 250 at once unconfirmed. */
-  readonly send: (tenantId: string, id: string, body: Transition) => Effect.Effect<Campaign, NotFound | InvalidRequest | Conflict | FailedWithBody | StorageError>
+  readonly send: (
+    tenantId: string,
+    id: string,
+    body: Transition
+  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | ChannelUnavailable | Conflict | FailedWithBody | StorageError>
   readonly schedule: (
     tenantId: string,
     id: string,
     body: Transition & { readonly send_at: string }
-  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | Conflict | FailedWithBody | StorageError>
+  ) => Effect.Effect<Campaign, NotFound | InvalidRequest | ChannelUnavailable | Conflict | FailedWithBody | StorageError>
   readonly pause: (tenantId: string, id: string) => Effect.Effect<Campaign, NotFound | Conflict | StorageError>
   readonly resume: (tenantId: string, id: string, body: Transition) => Effect.Effect<Campaign, NotFound | Conflict | FailedWithBody | StorageError>
   readonly statistics: (tenantId: string, id: string) => Effect.Effect<CampaignStatistics, NotFound | StorageError>
@@ -95,7 +134,20 @@ export class CampaignService extends Context.Service<CampaignService, {
           }))
       })
 
-      const deps: EngineDeps = { store, transactor, contacts, lists, templates, limits, warmup: warmupKnown, templateFor }
+      const deps: EngineDeps = {
+        store,
+        transactor,
+        contacts,
+        lists,
+        templates,
+        limits,
+        warmup: warmupKnown,
+        templateFor,
+        messages: yield* MessageService,
+        conversations: yield* ConversationService,
+        platform: yield* ChatPlatform,
+        pace: () => Effect.void
+      }
       const job = makeCampaignJob(deps, DEFAULT_CAMPAIGN_ENGINE)
 
       const record = Effect.fnUntraced(function*(tenantId: string, id: string) {
@@ -105,7 +157,7 @@ export class CampaignService extends Context.Service<CampaignService, {
       })
 
       const shape = (tenantId: string, campaign: CampaignRecord) =>
-        checkCampaignShape({ channels, lists, contacts, templates, templateFor }, tenantId, campaign)
+        checkCampaignShape({ channels, lists, contacts, templates, templateFor, limits }, tenantId, campaign)
 
       // The warm-up check on the audience as it would be read now (an upper bound before sending).
       const checkNow = Effect.fnUntraced(function*(campaign: CampaignRecord, now: number) {
@@ -114,26 +166,105 @@ export class CampaignService extends Context.Service<CampaignService, {
         return { total, check: yield* warmup(campaign, (i) => shareOf(total, n, i), now) }
       })
 
-      // Sending or scheduling: refused with 409 while a warming-up number would reach more than
-      // 250 at once unconfirmed; a confirmation is kept with the audience it was given for.
-      const confirmOrRefuse = Effect.fnUntraced(function*(campaign: CampaignRecord, body: Transition, now: number) {
-        const { total, check } = yield* checkNow(campaign, now)
-        if (check.requires_acknowledgement && body.warmup_acknowledged !== true) {
-          return yield* new FailedWithBody({
-            status: 409,
-            body: {
-              detail: "A number of this campaign is warming up and would reach more than 250 people at once. Check GET /campaigns/{id}/warmup-check, then send again with warmup_acknowledged: true (or use split sending with a first batch of 250 or fewer)",
-              code: "warmup_acknowledgement_required",
-              warmup: check
-            }
-          })
+      const refuse = (campaign: CampaignRecord, refusal: Refusal, check: WarmupCheck | undefined) => {
+        switch (refusal._tag) {
+          case "WrongStatus":
+            return Effect.fail(new Conflict({ message: conflictMessage(campaign.id, refusal) }))
+          case "InvalidSendAt":
+            return InvalidRequest.single(["body", "send_at"], refusal.message, "value_error")
+          case "WarmupUnconfirmed":
+            return Effect.fail(
+              new FailedWithBody({
+                status: 409,
+                body: {
+                  detail: "A number of this campaign is warming up and would reach more than 250 people at once. Check GET /campaigns/{id}/warmup-check, then send again with warmup_acknowledged: true (or use split sending with a first batch of 250 or fewer)",
+                  code: "warmup_acknowledgement_required",
+                  warmup: check
+                }
+              })
+            )
         }
-        return body.warmup_acknowledged === true
-          ? { warmup_acknowledged_at: fromMillis(now), warmup_acknowledged_audience: total }
-          : { warmup_acknowledged_at: null, warmup_acknowledged_audience: null }
-      })
+      }
 
-      const save = (campaign: CampaignRecord) => Effect.as(store.update(campaign.tenant_id, campaign), toCampaign(campaign))
+      // Performs what the campaign machine answers a request: gathers the facts it asks for (the
+      // shape and warm-up checks, the plan) and feeds the request again with them, refuses, or makes
+      // its one conditional write. `edited` is the campaign with a PATCH's changes (the campaign
+      // itself otherwise): its shape is the one checked, its fields are written with the machine's.
+      // Resolves to the campaign as written, or undefined when the write found another status.
+      type RequestError =
+        | Effect.Error<ReturnType<typeof shape>>
+        | Effect.Error<ReturnType<typeof checkNow>>
+        | Conflict
+        | InvalidRequest
+        | FailedWithBody
+        | StorageError
+      const perform = (
+        campaign: CampaignRecord,
+        edited: CampaignRecord,
+        event: CampaignEvent,
+        gathered: Gathered
+      ): Effect.Effect<CampaignRecord | undefined, RequestError> =>
+        Effect.gen(function*() {
+          let result = campaign
+          for (const intent of transition(stateOf(campaign), event).intents) {
+            switch (intent._tag) {
+              case "Refuse":
+                return yield* refuse(campaign, intent.refusal, gathered.check)
+              case "CheckShape":
+                yield* shape(campaign.tenant_id, edited)
+                break
+              case "CheckWarmup": {
+                const { check, total } = yield* checkNow(campaign, intent.at)
+                const warmup = { required: check.requires_acknowledgement, audience: total }
+                return yield* perform(campaign, edited, withFacts(event, { warmup }), { ...gathered, check })
+              }
+              case "Plan":
+                // The plan, the status and the recipients' batches commit together.
+                return yield* transactor.withTransaction(Effect.gen(function*() {
+                  const planned = yield* planPending({ store, limits }, campaign, intent.at, intent.from)
+                  return yield* planned.ok
+                    ? perform(campaign, edited, withFacts(event, { plan: { ok: true } }), { ...gathered, plans: planned.plans })
+                    : perform(campaign, edited, withFacts(event, { plan: { ok: false, reason: planned.reason } }), gathered)
+                }))
+              case "Write": {
+                const set: CampaignChanges = {
+                  ...(edited === campaign ? {} : contentOf(edited)),
+                  ...columnsOf(intent.set),
+                  updated_at: fromMillis(event.now)
+                }
+                if (!(yield* store.transition(campaign.tenant_id, campaign.id, { expected: intent.expected, set }))) return undefined
+                result = { ...edited, ...set }
+                break
+              }
+              case "AssignPlan":
+                yield* assignBatches(store, result, gathered.plans ?? [])
+                break
+              case "Warn":
+                yield* Effect.logWarning(`campaign ${campaign.id} cannot be planned: ${intent.message}`)
+                break
+              case "ReadAudience":
+              case "SendPage":
+                return yield* Effect.die(new Error(`the campaign machine answered a request with the engine's ${intent._tag}`))
+            }
+          }
+          return result
+        })
+
+      // A request on the campaign as stored now; read again and decided anew when its write lost to
+      // another writer (the engine started, finished or held the campaign meanwhile).
+      const handleRequest = Effect.fnUntraced(function*(
+        tenantId: string,
+        id: string,
+        eventAt: (now: number) => CampaignEvent,
+        edit: (campaign: CampaignRecord) => CampaignRecord = (campaign) => campaign
+      ) {
+        for (let attempt = 1;; attempt++) {
+          const campaign = yield* record(tenantId, id)
+          const done = yield* perform(campaign, edit(campaign), eventAt(yield* nowMs), {})
+          if (done !== undefined) return toCampaign(done)
+          if (attempt === MAX_ATTEMPTS) return yield* Effect.die(new Error(`campaign ${id} kept changing under ${MAX_ATTEMPTS} requests`))
+        }
+      })
 
       // Each known recipient moved by its statuses in order: one read and one compare-and-set write per
       // channel, and for a recipient another writer moved meanwhile, a new read.
@@ -205,16 +336,7 @@ export class CampaignService extends Context.Service<CampaignService, {
           return toCampaign(campaign)
         }),
         update: Effect.fn("CampaignService.update")(function*(tenantId, id, request) {
-          const before = yield* record(tenantId, id)
-          if (before.status === "sending" || before.status === "completed" || before.audience_size !== null) {
-            return yield* new Conflict({ message: `Campaign ${id} is ${before.status}; only a campaign that has not started can be changed` })
-          }
-          const split = request.split_sending === undefined
-            ? before.split_sending
-            : request.split_sending === null
-            ? null
-            : { mode: request.split_sending.mode, daily_batch: request.split_sending.daily_batch ?? null, send_time: request.split_sending.send_time ?? null }
-          const after: CampaignRecord = {
+          const edit = (before: CampaignRecord): CampaignRecord => ({
             ...before,
             name: request.name?.trim() ?? before.name,
             channel_ids: request.channel_ids === undefined ? before.channel_ids : [...new Set(request.channel_ids)],
@@ -226,14 +348,13 @@ export class CampaignService extends Context.Service<CampaignService, {
             },
             timezone: request.timezone ?? before.timezone,
             skip_duplicates: request.skip_duplicates ?? before.skip_duplicates,
-            split_sending: split,
-            // An edit resets a warm-up confirmation: what was confirmed is no longer what will be sent.
-            warmup_acknowledged_at: null,
-            warmup_acknowledged_audience: null,
-            updated_at: fromMillis(yield* nowMs)
-          }
-          yield* shape(tenantId, after)
-          return yield* save(after)
+            split_sending: request.split_sending === undefined
+              ? before.split_sending
+              : request.split_sending === null
+              ? null
+              : { mode: request.split_sending.mode, daily_batch: request.split_sending.daily_batch ?? null, send_time: request.split_sending.send_time ?? null }
+          })
+          return yield* handleRequest(tenantId, id, (now) => ({ _tag: "Edit", now }), edit).pipe(Effect.catchTag("FailedWithBody", Effect.die))
         }),
         get: Effect.fn("CampaignService.get")(function*(tenantId, id) {
           return toCampaign(yield* record(tenantId, id))
@@ -247,81 +368,23 @@ export class CampaignService extends Context.Service<CampaignService, {
           return (yield* checkNow(campaign, yield* nowMs)).check
         }),
         send: Effect.fn("CampaignService.send")(function*(tenantId, id, body) {
-          const campaign = yield* record(tenantId, id)
-          if (campaign.status !== "draft" && campaign.status !== "scheduled") {
-            return yield* new Conflict({ message: `Campaign ${id} is ${campaign.status}; only a draft or scheduled campaign can be sent` })
-          }
-          yield* shape(tenantId, campaign)
-          const now = yield* nowMs
-          const ack = yield* confirmOrRefuse(campaign, body, now)
-          return yield* save({ ...campaign, ...ack, status: "sending", send_at: null, next_run_at: fromMillis(now), updated_at: fromMillis(now) })
+          const acknowledged = body.warmup_acknowledged === true
+          return yield* handleRequest(tenantId, id, (now) => ({ _tag: "Send", now, acknowledged }))
         }),
         schedule: Effect.fn("CampaignService.schedule")(function*(tenantId, id, body) {
-          const campaign = yield* record(tenantId, id)
-          if (campaign.status !== "draft" && campaign.status !== "scheduled") {
-            return yield* new Conflict({ message: `Campaign ${id} is ${campaign.status}; only a draft or scheduled campaign can be scheduled` })
-          }
-          const sendAt = Date.parse(body.send_at)
-          const now = yield* nowMs
-          if (Number.isNaN(sendAt) || !/[zZ]|[+-]\d\d:?\d\d$/.test(body.send_at)) {
-            return yield* InvalidRequest.single(["body", "send_at"], "Must be an ISO-8601 time with a time zone offset", "value_error")
-          }
-          if (sendAt <= now) return yield* InvalidRequest.single(["body", "send_at"], "Must be in the future", "value_error")
-          yield* shape(tenantId, campaign)
-          const ack = yield* confirmOrRefuse(campaign, body, sendAt)
-          return yield* save({
-            ...campaign,
-            ...ack,
-            status: "scheduled",
-            send_at: fromMillis(sendAt),
-            next_run_at: fromMillis(sendAt),
-            updated_at: fromMillis(now)
-          })
+          const acknowledged = body.warmup_acknowledged === true
+          const parsed = Date.parse(body.send_at)
+          const sendAt = Number.isNaN(parsed) || !/[zZ]|[+-]\d\d:?\d\d$/.test(body.send_at) ? null : parsed
+          return yield* handleRequest(tenantId, id, (now) => ({ _tag: "Schedule", now, send_at: sendAt, acknowledged }))
         }),
         pause: Effect.fn("CampaignService.pause")(function*(tenantId, id) {
-          const campaign = yield* record(tenantId, id)
-          if (campaign.status === "paused") return toCampaign(campaign)
-          if (campaign.status !== "sending" && campaign.status !== "scheduled") {
-            return yield* new Conflict({ message: `Campaign ${id} is ${campaign.status}; only a sending or scheduled campaign can be paused` })
-          }
-          const at = fromMillis(yield* nowMs)
-          return yield* save({ ...campaign, status: "paused", throttle_reason: null, paused_at: at, next_run_at: null, updated_at: at })
+          return yield* handleRequest(tenantId, id, (now) => ({ _tag: "Pause", now })).pipe(only(["NotFound", "Conflict", "StorageError"]))
         }),
         resume: Effect.fn("CampaignService.resume")(function*(tenantId, id, body) {
-          const campaign = yield* record(tenantId, id)
-          if (campaign.status !== "paused") {
-            return yield* new Conflict({ message: `Campaign ${id} is ${campaign.status}; only a paused campaign can be resumed` })
-          }
-          const now = yield* nowMs
-          const at = fromMillis(now)
-          const ack = campaign.throttle_reason === "warmup_acknowledgement_required" || campaign.warmup_acknowledged_at === null
-            ? yield* confirmOrRefuse(campaign, body, now)
-            : { warmup_acknowledged_at: campaign.warmup_acknowledged_at, warmup_acknowledged_audience: campaign.warmup_acknowledged_audience }
-          if (campaign.audience_size === null) {
-            // Never started: scheduled again, or sent now when its time has passed.
-            const later = campaign.send_at !== null && Date.parse(campaign.send_at) > now
-            return yield* save({
-              ...campaign,
-              ...ack,
-              status: later ? "scheduled" : "sending",
-              throttle_reason: null,
-              paused_at: null,
-              next_run_at: later ? campaign.send_at : at,
-              updated_at: at
-            })
-          }
-          // Started: the remaining recipients are planned again from now, each number from the day
-          // after the last one that handed anybody to the operator (a day that passed while paused,
-          // with nobody sent, does not count).
-          const handedDays = (yield* store.batchCounts(tenantId, id)).filter((c) => c.state !== "pending" && c.state !== "skipped")
-          const startDays = campaign.channel_ids.map((channelId) => {
-            const begun = handedDays.filter((c) => c.channel_id === channelId).map((c) => c.day)
-            return begun.length === 0 ? 0 : Math.max(...begun) + 1
-          })
-          const resumed = yield* transactor.withTransaction(
-            launch(deps, { ...campaign, ...ack, paused_at: null }, now, startDays)
+          const acknowledged = body.warmup_acknowledged === true
+          return yield* handleRequest(tenantId, id, (now) => ({ _tag: "Resume", now, acknowledged })).pipe(
+            only(["NotFound", "Conflict", "FailedWithBody", "StorageError"])
           )
-          return toCampaign(resumed)
         }),
         statistics: Effect.fn("CampaignService.statistics")(function*(tenantId, id) {
           const campaign = yield* record(tenantId, id)

@@ -285,6 +285,21 @@ const daysNeededFor = (input: SplitPlanInput): number => {
   return days
 }
 
+/**
+ * How many recipients one plan can carry in its 60 days from `startDay`: every day's size added (a
+ * fixed batch 60 times; the ramp's growing days, each capped at the limit when one is known).
+ */
+export const splitCapacity = (input: Pick<SplitPlanInput, "mode" | "dailyBatch" | "messagingLimit" | "startDay">): number => {
+  let capacity = 0
+  for (let day = input.startDay; day < input.startDay + SPLIT_MAX_DAYS; day++) {
+    capacity += input.mode === "fixed" ? (input.dailyBatch as number) : rampSizeOf(day, input.messagingLimit)
+  }
+  return capacity
+}
+
+/** The smallest fixed daily batch that reaches `recipients` within the 60 days of a split (at least 1). */
+export const smallestDailyBatch = (recipients: number): number => Math.max(1, Math.ceil(recipients / SPLIT_MAX_DAYS))
+
 const validateSplit = (input: SplitPlanInput): void => {
   if (input.mode !== "ramp" && input.mode !== "fixed") throw new RangeError(`unknown split mode: ${String(input.mode)}`)
   if (input.mode === "fixed" && !(Number.isSafeInteger(input.dailyBatch) && (input.dailyBatch as number) >= 1)) {

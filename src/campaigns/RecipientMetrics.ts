@@ -10,5 +10,8 @@ import type { CampaignStore } from "../ports/CampaignStore.ts"
 export const countingRecipientWrites = (store: CampaignStore["Service"]): CampaignStore["Service"] => ({
   ...store,
   insertRecipients: (recipients) => Effect.tap(store.insertRecipients(recipients), () => countCampaignRecipients(recipients)),
-  updateRecipient: (recipient) => Effect.tap(store.updateRecipient(recipient), () => countCampaignRecipients([recipient]))
+  updateRecipient: (recipient) => Effect.tap(store.updateRecipient(recipient), () => countCampaignRecipients([recipient])),
+  settleRecipients: (tenantId, campaignId, moves) =>
+    Effect.tap(store.settleRecipients(tenantId, campaignId, moves), (moved) =>
+      countCampaignRecipients(moves.filter((move) => moved.has(move.seq)).map(({ state }) => ({ tenant_id: tenantId, state }))))
 })

@@ -8,6 +8,8 @@ import { now } from "../kernel/Timestamp.ts"
 import { ChannelStore } from "../ports/ChannelStore.ts"
 import { ChatPlatform } from "../ports/ChatPlatform.ts"
 import { type SendingLimitRecord, SendingLimitStore } from "../ports/SendingLimitStore.ts"
+import { SendRateStore } from "../ports/SendRateStore.ts"
+import { perSecondOf } from "./Throughput.ts"
 
 /** The sending limit of a channel as the API returns it (the spec's Sending limit of a chat-app channel). */
 export const SendingLimit = Schema.Struct({
@@ -18,6 +20,11 @@ export const SendingLimit = Schema.Struct({
   quality_rating: Schema.NullOr(Schema.String),
   throughput_level: Schema.NullOr(Schema.String),
   phone_status: Schema.NullOr(Schema.String),
+  /**
+   * The messages a second the number is paced to: the rate a host set for the channel, else 1,000 at
+   * throughput level `HIGH` and 80 at any other; null for channels that are not chat-app.
+   */
+  throughput_per_second: Schema.NullOr(Schema.Int),
   stale: Schema.Boolean,
   supported: Schema.Boolean
 })
@@ -49,16 +56,28 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
       const channels = yield* ChannelStore
       const limits = yield* SendingLimitStore
       const platform = yield* ChatPlatform
+      const rates = yield* SendRateStore
 
-      const wire = (channel: { readonly id: string; readonly platform: string }, record: SendingLimitRecord, stale: boolean): SendingLimit => ({
-        channel_id: channel.id,
-        channel_type: channel.platform,
-        messaging_limit_tier: record.messaging_limit_tier,
-        quality_rating: upper(record.quality_rating),
-        throughput_level: record.throughput_level,
-        phone_status: record.phone_status,
-        stale,
-        supported: true
+      /** The sends a second the host set for the channel, if it did. */
+      const hostRate = (tenantId: string, channelId: string) =>
+        Effect.map(rates.get(tenantId, channelId), (stored) => Option.getOrNull(Option.flatMap(stored, (r) => Option.fromNullishOr(r.host_per_second))))
+
+      const wire = Effect.fnUntraced(function*(
+        channel: { readonly id: string; readonly tenant_id: string; readonly platform: string },
+        record: SendingLimitRecord,
+        stale: boolean
+      ) {
+        return {
+          channel_id: channel.id,
+          channel_type: channel.platform,
+          messaging_limit_tier: record.messaging_limit_tier,
+          quality_rating: upper(record.quality_rating),
+          throughput_level: record.throughput_level,
+          phone_status: record.phone_status,
+          throughput_per_second: perSecondOf(record.throughput_level, yield* hostRate(channel.tenant_id, channel.id)),
+          stale,
+          supported: true
+        } satisfies SendingLimit
       })
 
       const qualityHandler: ChatappFieldHandler = {
@@ -82,7 +101,9 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
                 // Flagging happens when quality is low; unflagging says it improved, not to what: the
                 // next read of the number says.
                 quality_rating: reported === "FLAGGED" ? "RED" : before?.quality_rating ?? null,
-                throughput_level: before?.throughput_level ?? null,
+                // The operator upgrades a number's throughput by itself and says so here (from 80 to
+                // 1,000 messages a second); a read of the number names the level `HIGH`.
+                throughput_level: reported === "THROUGHPUT_UPGRADE" ? "HIGH" : before?.throughput_level ?? null,
                 phone_status: reported === "FLAGGED" ? "FLAGGED" : reported === "UNFLAGGED" ? "CONNECTED" : before?.phone_status ?? null,
                 source: "webhook",
                 updated_at: at
@@ -104,6 +125,7 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
             quality_rating: null,
             throughput_level: null,
             phone_status: null,
+            throughput_per_second: null,
             stale: false,
             supported: false
           }
@@ -125,10 +147,10 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
             updated_at: yield* now
           }
           yield* limits.put(record)
-          return wire(channel, record, false)
+          return yield* wire(channel, record, false)
         }
         const known = yield* limits.get(tenantId, channel.id)
-        if (Option.isSome(known)) return wire(channel, known.value, true)
+        if (Option.isSome(known)) return yield* wire(channel, known.value, true)
         if (read !== undefined && read._tag === "Failure") return yield* operatorFailure(read.failure)
         // A disconnected channel never read: nothing is known and nothing can be asked.
         return {
@@ -138,6 +160,7 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
           quality_rating: null,
           throughput_level: null,
           phone_status: channel.status === "active" ? null : "DISCONNECTED",
+          throughput_per_second: perSecondOf(null, yield* hostRate(tenantId, channel.id)),
           stale: true,
           supported: true
         }
@@ -149,7 +172,7 @@ export class SendingLimitService extends Context.Service<SendingLimitService, {
           const found = yield* channels.get(tenantId, channelId)
           if (Option.isNone(found)) return yield* new NotFound({ message: `Channel ${channelId} not found` })
           const stored = yield* limits.get(tenantId, channelId)
-          if (Option.isSome(stored)) return wire(found.value, stored.value, true)
+          if (Option.isSome(stored)) return yield* wire(found.value, stored.value, true)
           return yield* get(tenantId, channelId)
         }),
         qualityHandler

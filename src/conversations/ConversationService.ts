@@ -93,14 +93,13 @@ export class ConversationService extends Context.Service<ConversationService, {
       const outbox = yield* OutboxStore
       const transactor = yield* Transactor
       return ConversationService.of({
+        // The conversation and its `conversation.created` commit together (the caller's transaction, or one of their own).
         openFor: Effect.fn("ConversationService.openFor")(function*({ tenantId, channelId, contactId }) {
           const open = yield* conversations.findOpen(tenantId, channelId, contactId)
           if (Option.isSome(open)) return { conversation: open.value, created: false }
           const conversation = newChat(yield* newId, tenantId, channelId, contactId, yield* now)
-          yield* conversations.insert(conversation)
-          yield* outbox.append([
-            yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
-          ])
+          const event = yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
+          yield* transactor.withTransaction(Effect.andThen(conversations.insert(conversation), outbox.append([event])))
           return { conversation, created: true }
         }),
         startThread: Effect.fn("ConversationService.startThread")(function*({ tenantId, channelId, contactId, subject }) {
@@ -118,12 +117,11 @@ export class ConversationService extends Context.Service<ConversationService, {
             last_message_at: null,
             last_inbound_at: null
           }
-          yield* conversations.insert(conversation)
-          yield* outbox.append([
-            yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
-          ])
+          const event = yield* makeEvent({ type: "conversation.created", tenantId, data: { conversation: toConversation(conversation) } })
+          yield* transactor.withTransaction(Effect.andThen(conversations.insert(conversation), outbox.append([event])))
           return conversation
         }),
+        // Joins the caller's transaction: new conversations and their events commit together.
         openForMany: Effect.fnUntraced(function*(tenantId, pairs) {
           const at = yield* now
           const candidates = new Map<string, ConversationRecord>()

@@ -39,7 +39,7 @@ export const flowRoutes = [
     auth: { kind: "api_key", scopes: ["chatapp_flows:update"] },
     body: CreateFlowRequest,
     response: { status: 201, schema: FlowDefinition, description: "The flow with its first version" },
-    errors: [404, 422],
+    errors: [400, 404, 422],
     handle: ({ principal, body }) => Effect.flatMap(FlowService, (service) => service.create(principal.tenantId, body))
   }),
   route({
@@ -92,7 +92,7 @@ export const flowRoutes = [
     auth: { kind: "api_key", scopes: ["chatapp_flows:update", "messages:create"] },
     body: SendFlowRequest,
     response: { status: 201, schema: FlowSession, description: "The session" },
-    errors: [404, 422, 429, 502, 503],
+    errors: [400, 404, 422, 429, 502, 503],
     handle: ({ principal, params, body }) =>
       Effect.gen(function*() {
         return yield* (yield* FlowService).send(principal.tenantId, yield* flowId(params), body, "api")

@@ -5,7 +5,7 @@ import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { ListService } from "../lists/ListService.ts"
 import { CUSTOMER_SERVICE_WINDOW_MS, MessageService } from "../messages/MessageService.ts"
-import { Conflict, InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
+import { ChannelUnavailable, Conflict, InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import type { ChatappFieldHandler, ChatappMessageHandler } from "../kernel/ChatappEvents.ts"
 import { newId } from "../kernel/Id.ts"
@@ -52,7 +52,10 @@ const uniqueAsConflict = (message: string) => <A, E>(effect: Effect.Effect<A, E 
  * health changes, and the custom fields and tags write-back reports on.
  */
 export class FlowService extends Context.Service<FlowService, {
-  readonly create: (tenantId: string, request: CreateFlowRequest) => Effect.Effect<FlowDefinition, NotFound | InvalidRequest | StorageError>
+  readonly create: (
+    tenantId: string,
+    request: CreateFlowRequest
+  ) => Effect.Effect<FlowDefinition, NotFound | InvalidRequest | ChannelUnavailable | StorageError>
   readonly list: (tenantId: string) => Effect.Effect<ReadonlyArray<FlowDefinition>, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<FlowDefinition, NotFound | StorageError>
   readonly createVersion: (
@@ -66,7 +69,7 @@ export class FlowService extends Context.Service<FlowService, {
     id: string,
     request: SendFlowRequest,
     senderType: FlowSessionRecord["sender_type"]
-  ) => Effect.Effect<FlowSession, NotFound | InvalidRequest | OperatorFailed | StorageError>
+  ) => Effect.Effect<FlowSession, NotFound | InvalidRequest | ChannelUnavailable | OperatorFailed | StorageError>
   readonly sessions: (
     tenantId: string,
     id: string,
@@ -122,7 +125,7 @@ export class FlowService extends Context.Service<FlowService, {
         create: Effect.fn("FlowService.create")(function*(tenantId, request) {
           const channel = yield* channels.get(tenantId, request.channel_id)
           if (channel.platform !== "chatapp") {
-            return yield* InvalidRequest.single(["body", "channel_id"], "Flows run on chat-app channels", "channel_unavailable")
+            return yield* ChannelUnavailable.of(channel.id)
           }
           const checked = yield* checkVersion({ store, lists }, tenantId, request)
           const at = yield* now
@@ -190,7 +193,7 @@ export class FlowService extends Context.Service<FlowService, {
           const channel = yield* channels.get(tenantId, request.channel_id)
           const credentials = chatappCredentialsOf(channel)
           if (channel.status !== "active" || Option.isNone(credentials)) {
-            return yield* InvalidRequest.single(["body", "channel_id"], "The channel is not a connected chat-app channel", "channel_unavailable")
+            return yield* ChannelUnavailable.of(channel.id)
           }
           const version = yield* latest(tenantId, id)
           const contact = yield* contacts.get(tenantId, request.contact_id)

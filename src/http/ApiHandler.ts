@@ -9,7 +9,7 @@ import { inMemoryResponse } from "./InMemoryResponse.ts"
 import { makeOpenApiDocument } from "./OpenApi.ts"
 import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
 import { observeRequest, type RequestFacts } from "./RequestTelemetry.ts"
-import type { Route } from "./Route.ts"
+import { bodyIsOptional, type Route } from "./Route.ts"
 import { toValidationIssues } from "./ValidationIssues.ts"
 
 /** A web-standard request handler: mount it in any server that speaks `Request` / `Response`. */
@@ -34,6 +34,8 @@ interface CompiledRoute<R> {
   readonly segments: ReadonlyArray<string>
   readonly decodeQuery: ((u: unknown) => Effect.Effect<unknown, Schema.SchemaError>) | undefined
   readonly decodeBody: ((u: unknown) => Effect.Effect<unknown, Schema.SchemaError>) | undefined
+  /** The body schema requires no field: a request without a body reads as `{}`. */
+  readonly bodyOptional: boolean
   readonly encodeResponse: (u: unknown) => Effect.Effect<unknown, Schema.SchemaError>
 }
 
@@ -47,6 +49,7 @@ const compile = <R>(route: Route<R>): CompiledRoute<R> => ({
   segments: route.path.split("/").filter((s) => s !== ""),
   decodeQuery: route.query && Schema.decodeUnknownEffect(route.query, { errors: "all" }),
   decodeBody: route.body && Schema.decodeUnknownEffect(route.body, { errors: "all", onExcessProperty: "error" }),
+  bodyOptional: route.body !== undefined && bodyIsOptional(route.body),
   encodeResponse: Schema.encodeUnknownEffect(route.response.schema)
 })
 
@@ -117,7 +120,7 @@ export const makeApiHandler = <R>(
         const query = match.decodeQuery === undefined ? undefined : yield* match.decodeQuery(
           Object.fromEntries(url.searchParams.entries())
         ).pipe(Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["query"]) })))
-        const body = match.decodeBody === undefined ? undefined : yield* readJsonBody(request, maxBodyBytes).pipe(
+        const body = match.decodeBody === undefined ? undefined : yield* readJsonBody(request, maxBodyBytes, { optional: match.bodyOptional }).pipe(
           Effect.flatMap((raw) =>
             match.decodeBody!(raw).pipe(
               Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["body"]) }))

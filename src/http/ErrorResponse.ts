@@ -45,6 +45,8 @@ export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse =
       return { status: error.status, body: error.body, ...(error.headers === undefined ? {} : { headers: error.headers }) }
     case "BadRequest":
       return { status: 400, body: { detail: error.message } }
+    case "ChannelUnavailable":
+      return { status: 400, body: { detail: error.message, code: "channel_unavailable", channel_id: error.channel_id } }
     case "StorageError":
       return error.isRetryable
         ? { status: 503, body: { detail: "Storage is temporarily unavailable; retry shortly" }, headers: { "retry-after": "1" } }

@@ -1,11 +1,11 @@
 import { Schema } from "effect"
-import type { Route, WireSchema } from "./Route.ts"
+import { bodyIsOptional, type Route, type WireSchema } from "./Route.ts"
 
 const jsonSchema = (schema: WireSchema<unknown>, options?: { readonly onExcessProperty: "error" }): unknown =>
   Schema.toJsonSchemaDocument(schema, options).schema
 
 const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
-  400: "Bad request",
+  400: "Bad request; `code: channel_unavailable` (with `channel_id`) when the channel is not a usable chat-app channel",
   401: "Missing, invalid, revoked or expired credential",
   403: "Missing scope, or not allowed to act in the requested tenant",
   404: "Not found in the caller's tenant",
@@ -73,8 +73,9 @@ export const makeOpenApiDocument = (
       }),
       ...(route.body === undefined ? {} : {
         // The handler answers an unknown body field with 422 `extra_forbidden`; the document says so.
+        // A body whose schema requires no field may be left out (it reads as `{}`).
         requestBody: {
-          required: true,
+          required: !bodyIsOptional(route.body),
           content: { "application/json": { schema: jsonSchema(route.body, { onExcessProperty: "error" }) } }
         }
       }),

@@ -130,26 +130,34 @@ const findUnstorableText = (value: unknown): Array<string | number> | undefined 
   return undefined
 }
 
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+
 /**
  * Reads a JSON body of at most `limit` bytes. Answers 415 for another content type, 413 past the
  * limit, and 422 for an empty body, bad UTF-8 or malformed JSON (`json_invalid`), and for a string
- * holding U+0000 or an unpaired surrogate (`string_unicode`).
+ * holding U+0000 or an unpaired surrogate (`string_unicode`). With `optional` (a body schema that
+ * requires no field), a request without a body (no bytes, or only white space sent as JSON) reads
+ * as `{}` whatever its content type; a body that is there still has to be JSON.
  */
 export const readJsonBody = (
   request: Request,
-  limit: number
+  limit: number,
+  options: { readonly optional: boolean } = { optional: false }
 ): Effect.Effect<unknown, PayloadTooLarge | UnsupportedMediaType | BadRequest | InvalidRequest> =>
   Effect.gen(function*() {
-    const contentType = request.headers.get("content-type") ?? ""
-    if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType)) return yield* Effect.fail(new UnsupportedMediaType())
+    const isJson = JSON_TYPE.test(request.headers.get("content-type") ?? "")
+    if (!isJson && !options.optional) return yield* Effect.fail(new UnsupportedMediaType())
     const bytes = yield* readLimited(request, limit)
+    if (!isJson) return bytes.byteLength === 0 ? {} : yield* Effect.fail(new UnsupportedMediaType())
     let text: string
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(bytes)
     } catch {
       return yield* InvalidRequest.single(["body"], "The body is not valid UTF-8", "json_invalid")
     }
-    if (text.trim() === "") return yield* InvalidRequest.single(["body"], "A JSON body is required", "missing")
+    if (text.trim() === "") {
+      return options.optional ? {} : yield* InvalidRequest.single(["body"], "A JSON body is required", "missing")
+    }
     let parsed: unknown
     try {
       parsed = JSON.parse(text)

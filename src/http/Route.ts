@@ -1,4 +1,4 @@
-import type { Effect, Schema } from "effect"
+import { type Effect, Option, Schema } from "effect"
 import type { ApiError } from "../kernel/ApiError.ts"
 import type { EncodedJson } from "../kernel/EncodedJson.ts"
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
@@ -94,3 +94,10 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
   errorStyle: definition.errorStyle ?? "detail",
   handle: definition.handle as Route<R>["handle"]
 })
+
+/**
+ * Whether a JSON body schema takes `{}` (no field is required): such a route also takes a request
+ * with no body at all, read as `{}`, so an optional body may simply be left out.
+ */
+export const bodyIsOptional = (schema: WireSchema<unknown>): boolean =>
+  Option.isSome(Schema.decodeUnknownOption(schema, { onExcessProperty: "error" })({}))

@@ -5,6 +5,7 @@ import type {
   ChatappStatusEvent,
   ParsedPayload
 } from "../kernel/ChatappEvents.ts"
+import { operatorErrorKindOf } from "../kernel/OperatorErrorKind.ts"
 import { sha256Hex } from "../kernel/Secret.ts"
 
 // A JSON object (what `JSON.parse` makes of `{…}`): checked by hand, as it runs for every object of every payload.
@@ -169,6 +170,9 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
             notes.push(`entry ${e} change ${c} status ${s}: id missing or unreadable, or status ${JSON.stringify(status.status ?? null).slice(0, 40)} unknown`)
             continue
           }
+          const error = name === "failed"
+            ? errorInfoOf(status.errors) ?? { code: null, title: null, message: "The operator reported the message as failed", details: null }
+            : null
           events.push({
             kind: "status",
             key: `status:${externalId}:${name}`,
@@ -178,7 +182,8 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
             status: name as ChatappStatusEvent["status"],
             occurredAt: isoOf(status.timestamp),
             recipientId: str(status.recipient_id),
-            error: name === "failed" ? errorInfoOf(status.errors) ?? { code: null, title: null, message: "The operator reported the message as failed", details: null } : null
+            error,
+            errorKind: error === null ? null : operatorErrorKindOf(error.code, null, false)
           })
         }
         const errors = errorInfoOf(value.errors)

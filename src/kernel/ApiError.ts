@@ -1,10 +1,14 @@
 import { Schema } from "effect"
 
-/** One problem with a request, FastAPI-style: where (`loc`), what (`msg`) and its kind (`type`). */
+/**
+ * One problem with a request, FastAPI-style: where (`loc`), what (`msg`), its kind (`type`), and for
+ * some kinds the figures a client needs to fix it (`ctx`, as FastAPI's own errors carry them).
+ */
 export const ValidationIssue = Schema.Struct({
   loc: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
   msg: Schema.String,
-  type: Schema.String
+  type: Schema.String,
+  ctx: Schema.optionalKey(Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Number])))
 })
 /** One problem with a request. */
 export type ValidationIssue = typeof ValidationIssue.Type
@@ -39,8 +43,13 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   issues: Schema.Array(ValidationIssue)
 }) {
   /** One issue at `loc`. */
-  static single(loc: ReadonlyArray<string | number>, msg: string, type = "value_error"): InvalidRequest {
-    return new InvalidRequest({ issues: [{ loc: [...loc], msg, type }] })
+  static single(
+    loc: ReadonlyArray<string | number>,
+    msg: string,
+    type = "value_error",
+    ctx?: Readonly<Record<string, string | number>>
+  ): InvalidRequest {
+    return new InvalidRequest({ issues: [{ loc: [...loc], msg, type, ...(ctx === undefined ? {} : { ctx }) }] })
   }
 }
 
@@ -48,6 +57,24 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
   message: Schema.String
 }) {}
+
+/**
+ * The channel a request names (or its conversation's channel) cannot carry it: not a chat-app
+ * channel, disconnected, or without a business account and an access token. The same on every
+ * route: 400 `{detail, code: "channel_unavailable", channel_id}`.
+ */
+export class ChannelUnavailable extends Schema.TaggedError<ChannelUnavailable>()("ChannelUnavailable", {
+  channel_id: Schema.String,
+  message: Schema.String
+}) {
+  /** The refusal of channel `channelId`, in the one wording every route uses. */
+  static of(channelId: string): ChannelUnavailable {
+    return new ChannelUnavailable({
+      channel_id: channelId,
+      message: `Channel ${channelId} is not a usable chat-app channel: it must be a connected chat-app channel with a business account and an access token`
+    })
+  }
+}
 
 /** A feature the request needs is not enabled for the tenant (403, with `code: feature_disabled`). */
 export class FeatureDisabled extends Schema.TaggedError<FeatureDisabled>()("FeatureDisabled", {
@@ -94,6 +121,7 @@ export type ApiError =
   | Conflict
   | InvalidRequest
   | BadRequest
+  | ChannelUnavailable
   | FeatureDisabled
   | OperatorFailed
   | FailedWithBody

@@ -1,5 +1,6 @@
 import { Context, Effect, Schema } from "effect"
 import { groupBy } from "./Grouping.ts"
+import type { OperatorErrorKind } from "./OperatorErrorKind.ts"
 import { StorageError } from "./StorageError.ts"
 
 /** What the operator said when a message failed, as a status or an error entry carries it. */
@@ -39,6 +40,8 @@ export interface ChatappStatusEvent {
   readonly occurredAt: string | null
   readonly recipientId: string | null
   readonly error: ChatappErrorInfo | null
+  /** The kind of `error` (a `failed` status only): what services decide on, never its raw code. */
+  readonly errorKind: OperatorErrorKind | null
 }
 
 /** A change of any other field (`flows`, `phone_number_quality_update`, `user_preferences`, …), for the areas that handle it. */

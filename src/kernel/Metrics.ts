@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Metric } from "effect"
+import { OperatorErrorKind } from "./OperatorErrorKind.ts"
 
 /**
  * The service's operational metrics, as Effect `Metric`s in the process's registry: the host serves
@@ -227,8 +228,8 @@ export const OPERATOR_OPERATIONS = [
   "fetch_media"
 ] as const
 
-/** The operator's error kinds (`ChatPlatformErrorKind`). */
-const OPERATOR_ERROR_KINDS = ["rate_limited", "transient", "auth", "policy", "opted_out", "template", "other"] as const
+/** The operator's error kinds (`OperatorErrorKind`). */
+const OPERATOR_ERROR_KINDS = OperatorErrorKind.literals
 
 const operatorErrors = counter(
   "omni_operator_errors_total",

@@ -1,8 +1,9 @@
 import { OperatorFailed } from "./ApiError.ts"
+import { isRateLimitKind, type OperatorErrorKind } from "./OperatorErrorKind.ts"
 
 /** What an area knows of an operator refusal: the fields of the `ChatPlatformError` port error. */
 export interface OperatorRefusal {
-  readonly kind: string
+  readonly kind: OperatorErrorKind
   readonly code: number | null
   readonly subcode: number | null
   readonly message: string
@@ -12,13 +13,14 @@ export interface OperatorRefusal {
 }
 
 /**
- * How an operator refusal is answered: 429 when it rate-limits, 503 when it is briefly failing, 422
- * when the recipient stopped marketing messages (code 131050: retrying changes nothing, the request
- * is the problem), 502 otherwise. `messageId` names the message stored as failed, when there is one.
+ * How an operator refusal is answered: 429 when it rate-limits (the number, or messages to this one
+ * recipient), 503 when it is briefly failing, 422 when the recipient stopped marketing messages
+ * (retrying changes nothing, the request is the problem), 502 otherwise (`operator_{kind}`).
+ * `messageId` names the message stored as failed, when there is one.
  */
 export const operatorFailure = (error: OperatorRefusal, messageId?: string): OperatorFailed => {
-  const status = error.kind === "rate_limited" ? 429 : error.kind === "transient" ? 503 : error.kind === "opted_out" ? 422 : 502
-  const code = error.kind === "rate_limited"
+  const status = isRateLimitKind(error.kind) ? 429 : error.kind === "transient" ? 503 : error.kind === "opted_out" ? 422 : 502
+  const code = isRateLimitKind(error.kind)
     ? "operator_rate_limited"
     : error.kind === "transient"
     ? "operator_unavailable"
@@ -27,6 +29,8 @@ export const operatorFailure = (error: OperatorRefusal, messageId?: string): Ope
     : `operator_${error.kind}`
   const message = error.kind === "rate_limited"
     ? "The chat-app operator is rate-limiting this number; try again later"
+    : error.kind === "pair_rate_limited"
+    ? "The chat-app operator is limiting messages to this recipient; try again later"
     : error.kind === "transient"
     ? "The chat-app operator is briefly unavailable; try again shortly"
     : error.kind === "opted_out"

@@ -4,7 +4,7 @@ import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { MessageService } from "../messages/MessageService.ts"
 import { Conflict, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
-import type { ChatappFieldHandler, ChatappMessageHandler } from "../kernel/ChatappEvents.ts"
+import type { ChatappFieldHandler, ChatappMessageHandler, ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
 import { newId } from "../kernel/Id.ts"
 import { candidate, slugify } from "../kernel/Slug.ts"
@@ -16,6 +16,7 @@ import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { type ContactImport, type ImportResult, makeContactImport } from "./ContactImport.ts"
 import { makeKeywordHandlers } from "./KeywordHandler.ts"
+import { makeOptOutStatusHandler } from "./OptOutStatusHandler.ts"
 import {
   type CreateListRequest,
   type List,
@@ -120,6 +121,8 @@ export class ListService extends Context.Service<ListService, {
   readonly keywordHandler: ChatappMessageHandler
   /** The handler of the operator's `user_preferences` webhook field (marketing opt-out and resume). */
   readonly preferencesHandler: ChatappFieldHandler
+  /** The handler of `failed` statuses saying the recipient stopped marketing messages (the opt-out is recorded). */
+  readonly statusHandler: ChatappStatusHandler
 }>()("omnichannel-core/lists/ListService") {
   static readonly layer = Layer.effect(
     ListService,
@@ -364,7 +367,8 @@ export class ListService extends Context.Service<ListService, {
         }),
         importContacts,
         keywordHandler: keyword.messageHandler,
-        preferencesHandler: keyword.preferencesHandler
+        preferencesHandler: keyword.preferencesHandler,
+        statusHandler: makeOptOutStatusHandler({ contacts, recordOptOut })
       })
     })
   )

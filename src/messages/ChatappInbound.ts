@@ -73,8 +73,9 @@ export interface ChatappInboundDeps {
 
 /**
  * The inbound chat-app handlers of the messages area: the one that stores a contact's message (with
- * its media) in the conversation, and the one that moves outbound messages by reported statuses;
- * and `catchUp`, which applies statuses that arrived before their message was known.
+ * its media) in the conversation, and the one that moves outbound messages by reported statuses
+ * (a status that arrives before its message is known is kept, and applied when the operator's answer
+ * is written: `OutboundLifecycle`).
  */
 export const makeChatappInbound = (deps: ChatappInboundDeps) => {
   const { messages, outbox, contacts, conversations, attachments, platform, messageEvent } = deps
@@ -186,17 +187,6 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
 
   // Moves the message by every status kept for its id: statuses that arrived before the message
   // was known (a send whose answer was still on its way) are applied when it becomes known.
-  const catchUp = Effect.fnUntraced(function*(message: MessageRecord) {
-    if (message.external_id === null) return message
-    const reports = yield* messages.statusesOf(message.tenant_id, message.channel_id, message.external_id)
-    let state = message
-    for (const report of reports) {
-      const next = applyStatus(state, { status: report.status, at: report.occurred_at, error: report.error })
-      if (next.changed) state = { ...state, ...next.state }
-    }
-    return state
-  })
-
   // Keeps every status, then moves each known message by its statuses in order: one read and one
   // compare-and-set write per channel, and for a message another writer moved meanwhile, a new read.
   const handleStatuses = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
@@ -247,5 +237,5 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     handleMany: handleStatuses
   }
 
-  return { storeHandler, statusHandler, catchUp }
+  return { storeHandler, statusHandler }
 }

@@ -12,6 +12,7 @@ import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 import { type Message, type MessageAttachmentWire, toMessage } from "./Message.ts"
 import type { PreparedAttachment } from "../attachments/AttachmentService.ts"
+import type { OutboundLifecycle } from "./OutboundLifecycle.ts"
 
 /** A message another area received (an email), with its files prepared in the blob store. */
 export interface ReceivedMessage {
@@ -42,6 +43,8 @@ export interface MessageRecordingDeps {
   /** The wire forms of a message's files, their summary fields filled. */
   readonly attachmentWires: (files: ReadonlyArray<AttachmentRecord>) => Effect.Effect<ReadonlyArray<MessageAttachmentWire>, StorageError>
   readonly messageEvent: (type: "message.received" | "message.sent", message: Message) => Effect.Effect<EventEnvelope>
+  /** Outbound messages are settled by the one lifecycle every transport shares. */
+  readonly lifecycle: OutboundLifecycle
 }
 
 /**
@@ -49,7 +52,7 @@ export interface MessageRecordingDeps {
  * outbound ones stored `pending` before the transport is asked, then `sent` or `failed`.
  */
 export const makeMessageRecording = (deps: MessageRecordingDeps) => {
-  const { messages, outbox, transactor, conversations, attachments, wireOf, attachmentWires, messageEvent } = deps
+  const { messages, outbox, transactor, conversations, attachments, wireOf, attachmentWires, messageEvent, lifecycle } = deps
 
   const blank = (input: {
     readonly conversation: ConversationRecord
@@ -100,25 +103,15 @@ export const makeMessageRecording = (deps: MessageRecordingDeps) => {
   })
 
   const markSent = Effect.fn("MessageService.markSent")(function*(message: MessageRecord, externalId: string | null) {
-    return yield* transactor.withTransaction(Effect.gen(function*() {
-      const sentAt = yield* now
-      const sent: MessageRecord = { ...message, status: "sent", external_id: externalId, sent_at: sentAt, updated_at: sentAt }
-      yield* messages.update(message.tenant_id, sent)
-      const conversation = yield* conversations.get(message.tenant_id, message.conversation_id).pipe(
-        Effect.catchTag("NotFound", () => Effect.succeed(null))
-      )
-      if (conversation !== null) yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
-      const wire = (yield* wireOf([sent]))[0]!
-      yield* outbox.append([yield* messageEvent("message.sent", wire)])
-      return wire
-    }))
+    const at = yield* now
+    const [settled] = yield* transactor.withTransaction(lifecycle.settle(message.tenant_id, [{ _tag: "sent", message, externalId, at }]))
+    return settled!.wire ?? (yield* wireOf([settled!.record]))[0]!
   })
 
   const markFailed = Effect.fn("MessageService.markFailed")(function*(message: MessageRecord, error: MessageError) {
-    const failedAt = yield* now
-    const failed: MessageRecord = { ...message, status: "failed", error, failed_at: failedAt, updated_at: failedAt }
-    yield* messages.update(message.tenant_id, failed)
-    return failed
+    const at = yield* now
+    const [settled] = yield* lifecycle.settle(message.tenant_id, [{ _tag: "failed", message, error, at }])
+    return settled!.record
   })
 
   return { recordReceived, recordPending, markSent, markFailed }

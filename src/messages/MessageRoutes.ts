@@ -60,7 +60,7 @@ export const messageRoutes = [
     auth: { kind: "api_key", scopes: ["messages:create"] },
     body: SendMessageRequest,
     response: { status: 201, schema: Message, description: "The message, accepted by the operator or the mail server (status sent)" },
-    errors: [404, 413, 422, 429, 502, 503],
+    errors: [400, 404, 413, 422, 429, 502, 503],
     handle: ({ principal, body }) =>
       Effect.gen(function*() {
         const messages = yield* MessageService

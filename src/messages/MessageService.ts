@@ -4,7 +4,7 @@ import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { conversationTarget, SummaryService } from "../summaries/SummaryService.ts"
-import { InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
+import { ChannelUnavailable, InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import type { ChatappMessageHandler, ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
@@ -21,6 +21,7 @@ import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { type Message, type MessageAttachmentWire, type SendMessageRequest, toMessage } from "./Message.ts"
 import { makeChatappInbound } from "./ChatappInbound.ts"
+import { makeOutboundLifecycle, type OutboundLifecycle, pendingMessage } from "./OutboundLifecycle.ts"
 import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Message ${id} not found` })
@@ -38,6 +39,7 @@ const WINDOW_CLOSED =
 export { Message } from "./Message.ts"
 export { MAX_MEDIA_BYTES } from "./ChatappInbound.ts"
 export type { OutgoingMessage, ReceivedMessage } from "./MessageRecording.ts"
+export { type OutboundDraft, type OutboundOutcome, pendingMessage } from "./OutboundLifecycle.ts"
 
 /** A message another area composed, ready for the operator. */
 export interface OutboundDelivery {
@@ -63,7 +65,7 @@ export class MessageService extends Context.Service<MessageService, {
   readonly send: (
     tenantId: string,
     request: SendMessageRequest
-  ) => Effect.Effect<Message, NotFound | InvalidRequest | OperatorFailed | StorageError>
+  ) => Effect.Effect<Message, NotFound | InvalidRequest | ChannelUnavailable | OperatorFailed | StorageError>
   /**
    * Sends what another area composed (a template) in a conversation, with no window check: stored
    * `pending`, then `sent` (`message.sent`), or `failed` with the operator's refusal (`OperatorFailed`
@@ -88,6 +90,12 @@ export class MessageService extends Context.Service<MessageService, {
   readonly markSent: (message: MessageRecord, externalId: string | null) => Effect.Effect<Message, StorageError>
   /** The transport refused a pending message: `failed` with why. */
   readonly markFailed: (message: MessageRecord, error: MessageError) => Effect.Effect<MessageRecord, StorageError>
+  /**
+   * The outbound lifecycle's batch forms, for areas that send many at once (campaigns): pending
+   * messages stored in one statement, and settled by their transport's answers in a few, in the
+   * caller's transaction.
+   */
+  readonly outbound: OutboundLifecycle
   readonly get: (tenantId: string, id: string) => Effect.Effect<Message, NotFound | StorageError>
   /** One page of a conversation's messages, oldest first. */
   readonly list: (
@@ -143,7 +151,7 @@ export class MessageService extends Context.Service<MessageService, {
         })
       })
 
-      const { storeHandler, statusHandler, catchUp } = makeChatappInbound({
+      const { storeHandler, statusHandler } = makeChatappInbound({
         messages,
         outbox,
         contacts,
@@ -156,58 +164,29 @@ export class MessageService extends Context.Service<MessageService, {
 
       // Stored `pending` before the operator is called, so a crash in between leaves a message, not
       // nothing; a refusal is stored `failed` with what the operator said.
+      const lifecycle = makeOutboundLifecycle({ messages, outbox, conversations, wireOf, messageEvent })
+
+      // Stored `pending` before the operator is called, so a crash in between leaves a message, not
+      // nothing; then settled by the operator's answer through the one outbound lifecycle.
       const deliver = Effect.fn("MessageService.deliver")(function*(input: OutboundDelivery) {
-        const { conversation } = input
-        const tenantId = conversation.tenant_id
-        const pending: MessageRecord = {
-          id: yield* newId,
-          tenant_id: tenantId,
-          conversation_id: conversation.id,
-          channel_id: conversation.channel_id,
-          contact_id: conversation.contact_id,
-          direction: "outbound",
-          message_type: input.messageType,
-          text: input.text,
-          content: input.content,
-          status: "pending",
-          external_id: null,
-          error: null,
-          created_at: yield* now,
-          updated_at: null,
-          sent_at: null,
-          delivered_at: null,
-          read_at: null,
-          failed_at: null
-        }
+        const pending = pendingMessage(input, yield* newId, yield* now)
         yield* messages.insert(pending)
         const sent = yield* Effect.result(platform.sendMessage(input.credentials, input.to.replace(/^\+/, ""), input.operatorMessage))
+        const at = yield* now
         if (sent._tag === "Failure") {
           const error = sent.failure
-          const failedAt = yield* now
-          yield* messages.update(tenantId, {
-            ...pending,
-            status: "failed",
-            failed_at: failedAt,
-            updated_at: failedAt,
+          yield* lifecycle.settle(pending.tenant_id, [{
+            _tag: "failed",
+            message: pending,
+            at,
             error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
-          })
+          }])
           return yield* operatorFailure(error, pending.id)
         }
-        return yield* transactor.withTransaction(Effect.gen(function*() {
-          const sentAt = yield* now
-          const stored = yield* catchUp({
-            ...pending,
-            status: "sent",
-            external_id: sent.success.messageId,
-            sent_at: sentAt,
-            updated_at: sentAt
-          })
-          yield* messages.update(tenantId, stored)
-          yield* conversations.noteMessage(conversation, { at: sentAt, inbound: false })
-          const wire = toMessage(stored, [])
-          yield* outbox.append([yield* messageEvent("message.sent", wire)])
-          return wire
-        }))
+        const [settled] = yield* transactor.withTransaction(
+          lifecycle.settle(pending.tenant_id, [{ _tag: "sent", message: pending, externalId: sent.success.messageId, at }])
+        )
+        return settled!.wire ?? toMessage(settled!.record, [])
       })
 
       const { recordReceived, recordPending, markSent, markFailed } = makeMessageRecording({
@@ -218,7 +197,8 @@ export class MessageService extends Context.Service<MessageService, {
         attachments,
         wireOf,
         attachmentWires,
-        messageEvent
+        messageEvent,
+        lifecycle
       })
 
       return MessageService.of({
@@ -247,11 +227,7 @@ export class MessageService extends Context.Service<MessageService, {
           const channel = yield* channels.get(tenantId, conversation.channel_id)
           const credentials = chatappCredentialsOf(channel)
           if (channel.status !== "active" || Option.isNone(credentials)) {
-            return yield* InvalidRequest.single(
-              ["body", "conversation_id"],
-              "The conversation's channel is not a connected chat-app channel",
-              "channel_unavailable"
-            )
+            return yield* ChannelUnavailable.of(channel.id)
           }
           const contact = yield* contacts.get(tenantId, conversation.contact_id)
           if (contact.phone === null) {
@@ -278,6 +254,7 @@ export class MessageService extends Context.Service<MessageService, {
         recordPending,
         markSent,
         markFailed,
+        outbound: lifecycle,
         get: Effect.fn("MessageService.get")(function*(tenantId, id) {
           const found = yield* messages.get(tenantId, id)
           if (Option.isNone(found)) return yield* notFound(id)

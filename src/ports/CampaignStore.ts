@@ -11,13 +11,20 @@ export type CampaignStatus = "draft" | "scheduled" | "sending" | "paused" | "com
 /**
  * Why a campaign is not sending right now: held for a warm-up confirmation (paused); waiting for
  * the next day's batch (split sending); waiting for the operator's 24-hour messaging limit to
- * allow more recipients; paused after the operator restricted the number for quality or spam.
+ * allow more recipients; paused after the operator restricted the number for quality or spam;
+ * waiting for the number's throughput (messages per second) to allow more. A new reason is one
+ * more entry here.
  */
-export type ThrottleReason =
-  | "warmup_acknowledgement_required"
-  | "daily_batch_limit"
-  | "chatapp_messaging_limit"
-  | "quality_restricted"
+export const THROTTLE_REASONS = [
+  "warmup_acknowledgement_required",
+  "daily_batch_limit",
+  "chatapp_messaging_limit",
+  "quality_restricted",
+  "throughput"
+] as const
+
+/** Why a campaign is not sending right now: one of `THROTTLE_REASONS`. */
+export type ThrottleReason = typeof THROTTLE_REASONS[number]
 
 /** Split sending: the recommended ramp or a fixed daily batch, and the local time later batches start. */
 export interface SplitSending {
@@ -58,6 +65,9 @@ export interface CampaignRecord {
   readonly created_at: string
   readonly updated_at: string | null
 }
+
+/** Columns of a campaign a conditional write may set: all but its identity and creation time. */
+export type CampaignChanges = Partial<Omit<CampaignRecord, "id" | "tenant_id" | "created_at">>
 
 /** Where a recipient stands. `sending`: handed to the operator; never handed again (at most once). */
 export type RecipientState = "pending" | "sending" | "sent" | "delivered" | "read" | "failed" | "skipped"
@@ -119,6 +129,16 @@ export class CampaignStore extends Context.Service<CampaignStore, {
   ) => Effect.Effect<{ readonly items: ReadonlyArray<CampaignRecord>; readonly total: number }, StorageError>
   /** Replaces campaign `campaign.id` of the tenant; `false` when it does not exist there. */
   readonly update: (tenantId: string, campaign: CampaignRecord) => Effect.Effect<boolean, StorageError>
+  /**
+   * Writes the columns `set` names (and no other) of campaign `id` of the tenant, only while its
+   * status is one of `expected`; `true` when it did. A writer that read the campaign earlier so never
+   * undoes another's status change made since (a pause during a sending round stays paused).
+   */
+  readonly transition: (
+    tenantId: string,
+    id: string,
+    change: { readonly expected: ReadonlyArray<CampaignStatus>; readonly set: CampaignChanges }
+  ) => Effect.Effect<boolean, StorageError>
   /**
    * Leases up to `limit` campaigns whose `next_run_at` is due at `now` and whose lease (if any) has
    * passed, oldest due first, until `leaseUntil`. Concurrent claimers never take the same one.
@@ -191,6 +211,22 @@ export class CampaignStore extends Context.Service<CampaignStore, {
       readonly updated_at: string
     }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
+   * Settles recipients of one campaign of `tenantId` in one statement: each moves to `state` with
+   * its hand-over (`handed_at`), its message (`message_id`, `external_id`), `error` and `updated_at`,
+   * only if it is still in the state it was expected in (`expected`). Resolves to the `seq`s moved.
+   * Writes only those columns: the hand-over of a page (`pending` → `sending`) and the operator's
+   * answers (`sending` → `sent`, `failed`, or back to `pending`) are each a compare-and-set.
+   */
+  readonly settleRecipients: (
+    tenantId: string,
+    campaignId: string,
+    moves: ReadonlyArray<
+      Pick<CampaignRecipientRecord, "seq" | "state" | "handed_at" | "message_id" | "external_id" | "error" | "updated_at"> & {
+        readonly expected: RecipientState
+      }
+    >
+  ) => Effect.Effect<ReadonlySet<number>, StorageError>
   readonly counts: (tenantId: string, campaignId: string) => Effect.Effect<RecipientCounts, StorageError>
   /** Recipients per channel and batch day, by state (for the statistics' batches). */
   readonly batchCounts: (

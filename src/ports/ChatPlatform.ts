@@ -1,4 +1,5 @@
 import { Context, type Effect, Schema } from "effect"
+import { isRetryableKind, OperatorErrorKind } from "../kernel/OperatorErrorKind.ts"
 
 /** What the service holds to act for a chat-app channel: the operator's ids and the channel's access token. */
 export interface ChatappCredentials {
@@ -8,24 +9,14 @@ export interface ChatappCredentials {
 }
 
 /**
- * The closed set of ways the operator can refuse a request, read from its error object's `code`:
- * `rate_limited` (4, 17, 32, 80007, 130429, and 131056 for one recipient), `transient` (1, 2, 131000,
- * 131016, 131057, or `is_transient`), `auth` (0, 190, 10, 200–299), `policy` (368, 131031, 131048),
- * `opted_out` (131050, the recipient stopped marketing messages), `template` (132000–132016), and
- * `other` (anything else, or an answer that was not the operator's error object). A request that never
- * got an answer (refused address, timeout, connection) is `transient` with `code` null.
+ * The closed set of ways the operator can refuse a request (`OperatorErrorKind`): rate limits (the
+ * number's, and one recipient's pair limit), brief failures, credentials, policy, a quality
+ * restriction, a recipient who stopped marketing messages, templates, and `other`. A request that
+ * never got an answer (refused address, timeout, connection) is `transient` with `code` null.
  */
-export const ChatPlatformErrorKind = Schema.Literals([
-  "rate_limited",
-  "transient",
-  "auth",
-  "policy",
-  "opted_out",
-  "template",
-  "other"
-])
+export const ChatPlatformErrorKind = OperatorErrorKind
 /** The closed set of ways the operator can refuse a request. */
-export type ChatPlatformErrorKind = typeof ChatPlatformErrorKind.Type
+export type ChatPlatformErrorKind = OperatorErrorKind
 
 /** The operator refused or failed a request: all the areas ever see of its error codes. */
 export class ChatPlatformError extends Schema.TaggedError<ChatPlatformError>()("ChatPlatformError", {
@@ -44,7 +35,7 @@ export class ChatPlatformError extends Schema.TaggedError<ChatPlatformError>()("
 }) {
   /** Whether trying the same request later may succeed. */
   get retryable(): boolean {
-    return this.kind === "rate_limited" || this.kind === "transient"
+    return isRetryableKind(this.kind)
   }
 }
 

@@ -100,6 +100,26 @@ export class MessageStore extends Context.Service<MessageStore, {
       readonly to: Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
     }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
+   * Settles outbound messages of `tenantId` still `pending` with what their transport answered: the
+   * operator's `external_id` and the status state (`status`, `error`, the four times, `updated_at`),
+   * and resolves to the ids it settled. Writes only those columns, and only while a message is still
+   * `pending`, so a message settled already is never settled twice.
+   */
+  readonly settlePending: (
+    tenantId: string,
+    outcomes: ReadonlyArray<
+      Pick<MessageRecord, "id" | "external_id" | "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+    >
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /** Deletes messages of `tenantId` that are still `pending` (never handed to their transport). */
+  readonly deletePending: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<void, StorageError>
+  /** The batch form of `statusesOf`: every status kept for any of `externalIds` on `channelId`, each id's in the order received. */
+  readonly statusesOfMany: (
+    tenantId: string,
+    channelId: string,
+    externalIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<MessageStatusReport>, StorageError>
   /** Every status kept for a message id, in the order they were received. */
   readonly statusesOf: (
     tenantId: string,

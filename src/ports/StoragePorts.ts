@@ -14,6 +14,7 @@ import type { ListStore } from "./ListStore.ts"
 import type { MessageStore } from "./MessageStore.ts"
 import type { OutboxStore } from "./OutboxStore.ts"
 import type { SendingLimitStore } from "./SendingLimitStore.ts"
+import type { SendRateStore } from "./SendRateStore.ts"
 import type { SummaryStore } from "./SummaryStore.ts"
 import type { TeamChatStore } from "./TeamChatStore.ts"
 import type { TemplateStore } from "./TemplateStore.ts"
@@ -41,6 +42,7 @@ export type StoragePorts =
   | TemplateStore
   | LibraryCacheStore
   | SendingLimitStore
+  | SendRateStore
   | EmailStore
   | ListStore
   | CampaignStore

@@ -71,6 +71,7 @@ export { BlobStore, BlobStoreError, type BlobWritten } from "./BlobStore.ts"
 export { type TemplateFilter, type TemplateRecord, TemplateStore } from "./TemplateStore.ts"
 export { type LibraryCacheRecord, LibraryCacheStore } from "./LibraryCacheStore.ts"
 export { type SendingLimitRecord, SendingLimitStore } from "./SendingLimitStore.ts"
+export { type ReservedSlots, type SendRateRecord, SendRateStore, type SlotRequest } from "./SendRateStore.ts"
 export { MultipartError, type MultipartFile, MultipartReader } from "./MultipartReader.ts"
 export { type MailAddress, Mailer, MailerError, type MailFile, type MailSent, type OutgoingMail } from "./Mailer.ts"
 export {
@@ -94,6 +95,7 @@ export {
 } from "./ListStore.ts"
 export {
   type CampaignBatchRecord,
+  type CampaignChanges,
   type CampaignClaim,
   type CampaignRecipientRecord,
   type CampaignRecord,
@@ -102,6 +104,7 @@ export {
   type RecipientCounts,
   type RecipientState,
   type SplitSending,
+  THROTTLE_REASONS,
   type ThrottleReason
 } from "./CampaignStore.ts"
 export {

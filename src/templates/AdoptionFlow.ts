@@ -1,6 +1,7 @@
 import { Effect, Option } from "effect"
 import { FailedWithBody, InvalidRequest } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
+import { isRateLimitKind } from "../kernel/OperatorErrorKind.ts"
 import { randomToken } from "../kernel/Secret.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -48,7 +49,7 @@ export const statusOf = (operatorStatus: string): string => {
  * channel's credentials were refused, or the operator failed otherwise) are not.
  */
 export const adoptFailure = (error: ChatPlatformError, request: { readonly name: string; readonly language: string; readonly category: string | null }) => {
-  const status = error.kind === "rate_limited"
+  const status = isRateLimitKind(error.kind)
     ? 429
     : error.kind === "transient"
     ? 503

@@ -1,5 +1,6 @@
 import { Clock, Context, Deferred, Effect, Layer, Option } from "effect"
 import type { StorageError } from "../kernel/StorageError.ts"
+import { isRateLimitKind } from "../kernel/OperatorErrorKind.ts"
 import { ChatPlatform, type ChatappCredentials, type ChatappLibraryTemplate, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
 import { LibraryCacheStore } from "../ports/LibraryCacheStore.ts"
 import { copyAge, LIBRARY_FALLBACK_MS, LIBRARY_RETRY_AFTER_MS, staleWarning } from "./LibraryCache.ts"
@@ -141,7 +142,7 @@ export class TemplateLibraryService extends Context.Service<TemplateLibraryServi
           const error = answer.failure
           if (error.retryable && copy !== undefined && copyAge(copy.fetchedAtMs, answeredMs) !== "expired") {
             copy.retryAfterMs = answeredMs + LIBRARY_RETRY_AFTER_MS
-            copy.failure = error.kind === "rate_limited" ? "rate_limited" : "unavailable"
+            copy.failure = isRateLimitKind(error.kind) ? "rate_limited" : "unavailable"
             return served(copy, true, answeredMs)
           }
           return yield* Effect.fail(error)

@@ -2,16 +2,18 @@ import { Context, Effect, Layer, Option } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
-import { BadRequest, type FailedWithBody, InvalidRequest, NotFound, OperatorFailed } from "../kernel/ApiError.ts"
+import { type BadRequest, ChannelUnavailable, type FailedWithBody, InvalidRequest, NotFound, OperatorFailed } from "../kernel/ApiError.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import { EncodedJson } from "../kernel/EncodedJson.ts"
+import { isRateLimitKind } from "../kernel/OperatorErrorKind.ts"
 import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import { ListService } from "../lists/ListService.ts"
 import { type Message, MessageService } from "../messages/MessageService.ts"
-import { ChatPlatform, type ChatappCredentials, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
+import { type ChatappCredentials, type ChatappOutboundMessage, ChatPlatform, type ChatPlatformError, type LibraryQuery } from "../ports/ChatPlatform.ts"
+import type { ChannelRecord } from "../ports/ChannelStore.ts"
 import { type TemplateFilter, TemplateStore } from "../ports/TemplateStore.ts"
 import { normalTemplateName } from "./Adoption.ts"
 import { makeAdoption, refused, statusOf } from "./AdoptionFlow.ts"
@@ -34,9 +36,9 @@ const templateNotFound = (id: string) => new NotFound({ message: `Template ${id}
 /** How a library read answers when no copy can stand in: 429, 503 or 502, with the operator's words. */
 const libraryFailure = (error: ChatPlatformError): OperatorFailed =>
   new OperatorFailed({
-    status: error.kind === "rate_limited" ? 429 : error.kind === "transient" ? 503 : 502,
-    code: error.kind === "rate_limited" ? "operator_rate_limited" : error.kind === "transient" ? "operator_unavailable" : `operator_${error.kind}`,
-    message: error.kind === "rate_limited"
+    status: isRateLimitKind(error.kind) ? 429 : error.kind === "transient" ? 503 : 502,
+    code: isRateLimitKind(error.kind) ? "operator_rate_limited" : error.kind === "transient" ? "operator_unavailable" : `operator_${error.kind}`,
+    message: isRateLimitKind(error.kind)
       ? "The operator is rate-limiting template library requests and no copy of this catalog is cached; try again later"
       : error.kind === "transient"
       ? "The operator cannot be reached to read the template library and no copy of this catalog is cached; try again shortly"
@@ -59,8 +61,15 @@ const rendered = (components: Template["components"], values: ReadonlyArray<stri
   return body.replace(/\{\{\s*(\d+)\s*\}\}/g, (whole, n: string) => bodyValues[Number(n) - 1] ?? whole)
 }
 
-/** The operator's error when the recipient turned marketing messages from the business off. */
-export const MARKETING_OPTED_OUT_CODE = 131050
+/** A template send checked and rendered once, for any number of contacts (`prepareSend`). */
+export interface PreparedTemplateSend {
+  readonly channel: ChannelRecord
+  readonly credentials: ChatappCredentials
+  readonly messageType: "template"
+  readonly text: string | null
+  readonly content: Readonly<Record<string, unknown>>
+  readonly operatorMessage: ChatappOutboundMessage
+}
 
 /**
  * Chat-app templates: the operator's library browsed through a cache, entries adopted into a
@@ -70,12 +79,12 @@ export class TemplateService extends Context.Service<TemplateService, {
   readonly browse: (
     tenantId: string,
     request: BrowseRequest
-  ) => Effect.Effect<LibraryBrowseResponse, NotFound | BadRequest | OperatorFailed | StorageError>
+  ) => Effect.Effect<LibraryBrowseResponse, NotFound | ChannelUnavailable | OperatorFailed | StorageError>
   /** `browse`'s answer as its JSON text, written from each entry's text kept with the copy: what the API sends. */
   readonly browseEncoded: (
     tenantId: string,
     request: BrowseRequest
-  ) => Effect.Effect<EncodedJson<LibraryBrowseResponse>, NotFound | BadRequest | OperatorFailed | StorageError>
+  ) => Effect.Effect<EncodedJson<LibraryBrowseResponse>, NotFound | ChannelUnavailable | OperatorFailed | StorageError>
   /** Adopts a library entry; `already_existed` says whether it was there before (200) or is new (201). */
   readonly adopt: (
     tenantId: string,
@@ -92,7 +101,17 @@ export class TemplateService extends Context.Service<TemplateService, {
     tenantId: string,
     templateId: string,
     request: SendTemplateRequest
-  ) => Effect.Effect<Message, NotFound | BadRequest | InvalidRequest | OperatorFailed | StorageError>
+  ) => Effect.Effect<Message, NotFound | ChannelUnavailable | InvalidRequest | OperatorFailed | StorageError>
+  /**
+   * Everything `send` checks and builds before it knows the contact, done once for many sends of
+   * the same template and values (a campaign's round on a number): the channel usable, the template
+   * approved there, the values fitting it, the operator's message rendered.
+   */
+  readonly prepareSend: (
+    tenantId: string,
+    templateId: string,
+    request: Omit<SendTemplateRequest, "contact_id">
+  ) => Effect.Effect<PreparedTemplateSend, NotFound | ChannelUnavailable | InvalidRequest | StorageError>
   /** The inbound handler of `message_template_status_update`: the operator approved, rejected, paused, … a template. */
   readonly statusHandler: ChatappFieldHandler
 }>()("omnichannel-core/templates/TemplateService") {
@@ -109,7 +128,7 @@ export class TemplateService extends Context.Service<TemplateService, {
       const lists = yield* ListService
       const adopt = makeAdoption({ templates, platform, library })
 
-      /** The channel in the tenant (404), connected and holding a business account and a token (400). */
+      /** The channel in the tenant (404), connected and holding a business account and a token (400 `channel_unavailable`). */
       const usableChannel = Effect.fnUntraced(function*(tenantId: string, channelId: string) {
         const channel = yield* Effect.catchTag(
           channels.get(tenantId, channelId.toLowerCase()),
@@ -118,9 +137,7 @@ export class TemplateService extends Context.Service<TemplateService, {
         )
         const credentials = chatappCredentialsOf(channel)
         if (channel.status !== "active" || Option.isNone(credentials)) {
-          return yield* new BadRequest({
-            message: `Channel ${channel.id} is not a usable chat-app channel: it must be a connected chatapp channel with a business account and an access token`
-          })
+          return yield* ChannelUnavailable.of(channel.id)
         }
         return { channel, credentials: credentials.value as ChatappCredentials }
       })
@@ -165,6 +182,75 @@ export class TemplateService extends Context.Service<TemplateService, {
         }
       })
 
+      const prepareSend = Effect.fn("TemplateService.prepareSend")(function*(
+        tenantId: string,
+        templateId: string,
+        request: Omit<SendTemplateRequest, "contact_id">
+      ) {
+        const found = yield* templates.get(tenantId, templateId)
+        if (Option.isNone(found)) return yield* templateNotFound(templateId)
+        const template = found.value
+        const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id)
+        if (template.channel_id !== channel.id) {
+          return yield* InvalidRequest.single(
+            ["body", "channel_id"],
+            `Template ${template.id} belongs to channel ${template.channel_id}; adopt it on channel ${channel.id} to send it there`,
+            "template_not_on_channel"
+          )
+        }
+        if (template.status !== "approved") {
+          return yield* InvalidRequest.single(
+            ["path", "template_id"],
+            `Template ${template.id} is ${template.status}; only an approved template can be sent`,
+            "template_not_approved"
+          )
+        }
+        if (request.language !== undefined && request.language !== template.language) {
+          return yield* InvalidRequest.single(
+            ["body", "language"],
+            `Template ${template.id} is in ${template.language}; adopt the ${request.language} version to send that language`,
+            "language_mismatch"
+          )
+        }
+        const placeholders = placeholdersOf(template.components)
+        const values = request.variable_values ?? []
+        if (values.length !== placeholders.length) {
+          const expected = placeholders.map((p) => (p.component === "button" ? `button ${p.index} URL suffix` : `${p.component} {{${p.index}}}`))
+          return yield* InvalidRequest.single(
+            ["body", "variable_values"],
+            `Expected ${placeholders.length} value(s)${expected.length === 0 ? "" : ` (${expected.join(", ")})`}, got ${values.length}`,
+            "value_count_mismatch"
+          )
+        }
+        const bad = values.findIndex((value) => value.trim() === "" || value.length > MAX_VARIABLE_LENGTH)
+        if (bad !== -1) {
+          return yield* InvalidRequest.single(["body", "variable_values", bad], `Must be 1 to ${MAX_VARIABLE_LENGTH} characters, not blank`, "value_error")
+        }
+        return {
+          channel,
+          credentials,
+          messageType: "template",
+          text: rendered(template.components, values),
+          content: {
+            template: {
+              id: template.id,
+              template_id: template.external_id,
+              name: template.name,
+              language: template.language,
+              variable_values: values
+            }
+          },
+          operatorMessage: {
+            type: "template",
+            template: {
+              name: template.name,
+              language: { code: template.language },
+              components: sendComponentsOf(template.components, values)
+            }
+          }
+        } satisfies PreparedTemplateSend
+      })
+
       return TemplateService.of({
         browse: Effect.fn("TemplateService.browse")(function*(tenantId, request) {
           const { copy, added } = yield* browseCopy(tenantId, request)
@@ -203,7 +289,7 @@ export class TemplateService extends Context.Service<TemplateService, {
           const names = { name: normalTemplateName(request.name ?? request.library_template_name), language: request.language?.trim() ?? "en_US" }
           const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id).pipe(Effect.catchTags({
             NotFound: (error) => Effect.fail(refused(404, error.message, names)),
-            BadRequest: (error) => Effect.fail(refused(400, error.message, names))
+            ChannelUnavailable: (error) => Effect.fail(refused(400, error.message, names))
           }))
           return (yield* adopt(tenantId, channel.id, credentials, request)).response
         }),
@@ -220,45 +306,8 @@ export class TemplateService extends Context.Service<TemplateService, {
         }),
 
         send: Effect.fn("TemplateService.send")(function*(tenantId, templateId, request) {
-          const found = yield* templates.get(tenantId, templateId)
-          if (Option.isNone(found)) return yield* templateNotFound(templateId)
-          const template = found.value
-          const { channel, credentials } = yield* usableChannel(tenantId, request.channel_id)
-          if (template.channel_id !== channel.id) {
-            return yield* InvalidRequest.single(
-              ["body", "channel_id"],
-              `Template ${template.id} belongs to channel ${template.channel_id}; adopt it on channel ${channel.id} to send it there`,
-              "template_not_on_channel"
-            )
-          }
-          if (template.status !== "approved") {
-            return yield* InvalidRequest.single(
-              ["path", "template_id"],
-              `Template ${template.id} is ${template.status}; only an approved template can be sent`,
-              "template_not_approved"
-            )
-          }
-          if (request.language !== undefined && request.language !== template.language) {
-            return yield* InvalidRequest.single(
-              ["body", "language"],
-              `Template ${template.id} is in ${template.language}; adopt the ${request.language} version to send that language`,
-              "language_mismatch"
-            )
-          }
-          const placeholders = placeholdersOf(template.components)
-          const values = request.variable_values ?? []
-          if (values.length !== placeholders.length) {
-            const expected = placeholders.map((p) => (p.component === "button" ? `button ${p.index} URL suffix` : `${p.component} {{${p.index}}}`))
-            return yield* InvalidRequest.single(
-              ["body", "variable_values"],
-              `Expected ${placeholders.length} value(s)${expected.length === 0 ? "" : ` (${expected.join(", ")})`}, got ${values.length}`,
-              "value_count_mismatch"
-            )
-          }
-          const bad = values.findIndex((value) => value.trim() === "" || value.length > MAX_VARIABLE_LENGTH)
-          if (bad !== -1) {
-            return yield* InvalidRequest.single(["body", "variable_values", bad], `Must be 1 to ${MAX_VARIABLE_LENGTH} characters, not blank`, "value_error")
-          }
+          const prepared = yield* prepareSend(tenantId, templateId, request)
+          const { channel } = prepared
           const contact = yield* Effect.catchTag(
             contacts.get(tenantId, request.contact_id.toLowerCase()),
             "NotFound",
@@ -273,31 +322,16 @@ export class TemplateService extends Context.Service<TemplateService, {
           )
           return yield* messages.deliver({
             conversation,
-            credentials,
+            credentials: prepared.credentials,
             to: contact.phone,
-            messageType: "template",
-            text: rendered(template.components, values),
-            content: {
-              template: {
-                id: template.id,
-                template_id: template.external_id,
-                name: template.name,
-                language: template.language,
-                variable_values: values
-              }
-            },
-            operatorMessage: {
-              type: "template",
-              template: {
-                name: template.name,
-                language: { code: template.language },
-                components: sendComponentsOf(template.components, values)
-              }
-            }
+            messageType: prepared.messageType,
+            text: prepared.text,
+            content: prepared.content,
+            operatorMessage: prepared.operatorMessage
           }).pipe(
             // The contact turned marketing messages off: kept on the contact, so campaigns skip them.
             Effect.tapError((error) =>
-              error._tag === "OperatorFailed" && error.operator.code === MARKETING_OPTED_OUT_CODE
+              error._tag === "OperatorFailed" && error.operator.kind === "opted_out"
                 ? Effect.flatMap(now, (at) =>
                   lists.recordOptOut({
                     tenant_id: tenantId,
@@ -311,6 +345,7 @@ export class TemplateService extends Context.Service<TemplateService, {
           )
         }),
 
+        prepareSend,
         statusHandler
       })
     })

@@ -90,10 +90,12 @@ describe("sending a message", () => {
 
 describe("the operator's error object, code by code", () => {
   const table: ReadonlyArray<readonly [ChatPlatformErrorKind, ReadonlyArray<number>]> = [
-    ["rate_limited", [4, 17, 32, 80007, 130429, 131056]],
+    ["rate_limited", [4, 17, 32, 80007, 130429]],
+    ["pair_rate_limited", [131056]],
     ["transient", [1, 2, 131000, 131016, 131057]],
     ["auth", [0, 190, 10, 200, 250, 299]],
-    ["policy", [368, 131031, 131048]],
+    ["policy", [368, 131031]],
+    ["quality_restricted", [131048]],
     ["opted_out", [131050]],
     ["template", [132000, 132001, 132012, 132015, 132016]],
     ["other", [100, 199, 300, 131026, 131047, 131999, 132017, 133010]]
@@ -104,7 +106,7 @@ describe("the operator's error object, code by code", () => {
     fake.script("POST", "/*/messages", graphError(400, { code, message: `(#${code}) refused` }))
     const error = await failure(graph.sendMessage(credentials, "14155550100", text))
     expect(error).toMatchObject({ _tag: "ChatPlatformError", kind, code, httpStatus: 400, message: `(#${code}) refused` })
-    expect(error.retryable).toBe(kind === "rate_limited" || kind === "transient")
+    expect(error.retryable).toBe(kind === "rate_limited" || kind === "pair_rate_limited" || kind === "transient")
   })
 
   it("passes the subcode, the words meant for a person and the trace id through", async () => {
@@ -157,7 +159,7 @@ describe("the operator's error object, code by code", () => {
 
   it("reads an error object that comes with a 200", async () => {
     fake.script("POST", "/*/messages", graphError(200, { code: 131056 }))
-    expect(await failure(graph.sendMessage(credentials, "14155550100", text))).toMatchObject({ kind: "rate_limited", httpStatus: 200 })
+    expect(await failure(graph.sendMessage(credentials, "14155550100", text))).toMatchObject({ kind: "pair_rate_limited", httpStatus: 200 })
   })
 })
 

@@ -3,9 +3,11 @@ import { afterEach, describe, expect, it } from "vitest"
 import type { AccountStore } from "../../src/ports/AccountStore.ts"
 import {
   type CampaignBatchRecord,
+  type CampaignChanges,
   type CampaignClaim,
   type CampaignRecipientRecord,
   type CampaignRecord,
+  type CampaignStatus,
   CampaignStore,
   type RecipientState
 } from "../../src/ports/CampaignStore.ts"
@@ -268,6 +270,105 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
 
         expect(await h().run(store((s) => s.update(tenant.id, campaignRecord(tenant.id))))).toBe(false)
         expect(await h().stored.campaigns(tenant.id)).toEqual([back])
+      })
+    })
+
+    describe("transition", () => {
+      const transition = (tenantId: string, id: string, expected: ReadonlyArray<CampaignStatus>, set: CampaignChanges) =>
+        store((s) => s.transition(tenantId, id, { expected, set }))
+
+      it("writes only the columns named, while the status is one expected, and reports that it did", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const before = richCampaign(tenant.id)
+        await h().run(insertCampaigns([before]))
+        const set = { status: "sending", throttle_reason: null, paused_at: null, next_run_at: NOW, updated_at: NOW } as const
+
+        expect(await h().run(transition(tenant.id, before.id, ["scheduled", "paused"], set))).toBe(true)
+        expect(await h().stored.campaigns(tenant.id)).toEqual([{ ...before, ...set }])
+        // Nothing to set: whether the status is one expected, and nothing written.
+        expect(await h().run(transition(tenant.id, before.id, ["sending"], {}))).toBe(true)
+        expect(await h().run(transition(tenant.id, before.id, ["paused"], {}))).toBe(false)
+        expect(await h().stored.campaigns(tenant.id)).toEqual([{ ...before, ...set }])
+      })
+
+      it("changes nothing when the status is none of those expected, for an unknown campaign, or with no status expected", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const before = richCampaign(tenant.id)
+        await h().run(insertCampaigns([before]))
+        const set = { status: "completed", completed_at: NOW, updated_at: NOW } as const
+
+        expect(await h().run(transition(tenant.id, before.id, ["sending", "scheduled"], set))).toBe(false)
+        expect(await h().run(transition(tenant.id, before.id, [], set))).toBe(false)
+        expect(await h().run(transition(tenant.id, newId(), ["paused"], set))).toBe(false)
+        expect(await h().stored.campaigns(tenant.id)).toEqual([before])
+      })
+
+      it("writes every changeable field it is given, the JSON ones and the flag too, leaving identity and creation time", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const before = campaignRecord(tenant.id, { status: "scheduled", send_at: at("13:00:00.000"), next_run_at: at("13:00:00.000") })
+        await h().run(insertCampaigns([before]))
+        const { id: _id, tenant_id: _tenant, created_at: _created, ...changes } = richCampaign(tenant.id)
+
+        expect(await h().run(transition(tenant.id, before.id, ["scheduled"], changes))).toBe(true)
+        expect(await h().stored.campaigns(tenant.id)).toEqual([{ ...changes, id: before.id, tenant_id: tenant.id, created_at: before.created_at }])
+        const cleared = { split_sending: null, skip_duplicates: false, variable_values: [], audience: { list_ids: [], contact_ids: [] } }
+        expect(await h().run(transition(tenant.id, before.id, ["paused"], cleared))).toBe(true)
+        expect(await getCampaign(h, tenant.id, before.id)).toMatchObject(cleared)
+      })
+
+      it("never changes another tenant's campaign, even under its id and status", async () => {
+        const { a, b, campaignOfB } = await h().run(twoTenants)
+        expect(await h().run(transition(a.id, campaignOfB.id, ["completed"], { status: "draft", name: "Hijacked" }))).toBe(false)
+        expect(await h().run(transition(a.id, campaignOfB.id, ["completed"], {}))).toBe(false)
+        expect(await h().stored.campaigns(b.id)).toEqual([campaignOfB])
+      })
+
+      it("keeps the lease over a write by its holder", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id, { status: "sending", audience_size: 10, next_run_at: NOW })
+        await h().run(insertCampaigns([campaign]))
+        const [claimed] = await claim(h)
+
+        expect(await h().run(transition(tenant.id, campaign.id, ["sending"], { next_run_at: at("12:00:30.000") }))).toBe(true)
+        expect(await claim(h, { now: at("12:01:00.000") })).toEqual([])
+        expect(await release(h, tenant.id, campaign.id, claimed!.holder)).toBe(true)
+      })
+
+      // The race of issue 28: a POST /pause landing while a round runs used to be undone by the
+      // round's whole-row save of the campaign it read before, and the campaign kept sending.
+      it("keeps a pause made during a sending round: the round's write, expecting sending, changes nothing", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const sending = campaignRecord(tenant.id, { status: "sending", audience_size: 500, started_at: at("11:00:00.000"), next_run_at: NOW })
+        await h().run(insertCampaigns([sending]))
+        const [claimed] = await claim(h)
+        // The round is under way with the campaign as claimed; the user pauses.
+        const pause = { status: "paused", throttle_reason: null, paused_at: at("12:00:01.000"), next_run_at: null, updated_at: at("12:00:01.000") } as const
+        expect(await h().run(transition(tenant.id, sending.id, ["sending", "scheduled"], pause))).toBe(true)
+        // The round ends: more is due now.
+        const round = { throttle_reason: null, next_run_at: at("12:00:02.000"), updated_at: at("12:00:02.000") }
+        expect(await h().run(transition(tenant.id, claimed!.campaign.id, ["sending"], round))).toBe(false)
+        expect(await release(h, tenant.id, sending.id, claimed!.holder)).toBe(true)
+
+        expect(await getCampaign(h, tenant.id, sending.id)).toEqual({ ...sending, ...pause })
+        expect(await claim(h, { now: at("12:10:00.000") })).toEqual([])
+      })
+
+      it("lets one of two writers expecting the same status win; the other, waiting on it, changes nothing (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const { tenant } = await h().run(seedTenant)
+        const sending = campaignRecord(tenant.id, { status: "sending", audience_size: 500, next_run_at: NOW })
+        await h().run(insertCampaigns([sending]))
+        const pause = { status: "paused", paused_at: at("12:00:01.000"), next_run_at: null } as const
+        const complete = { status: "completed", completed_at: at("12:00:02.000"), next_run_at: null } as const
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: transition(tenant.id, sending.id, ["sending"], pause),
+          finish: () => Effect.void,
+          contend: transition(tenant.id, sending.id, ["sending"], complete)
+        }))
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toBe(false)
+        expect(await getCampaign(h, tenant.id, sending.id)).toEqual({ ...sending, ...pause })
       })
     })
 
@@ -957,6 +1058,159 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
           .toEqual({ distinct: 1, already: [contactId] })
         expect(await h().run(store((s) => s.reachedSince(b.id, channelId, since, [otherContact, contactId]))))
           .toEqual({ distinct: 2, already: [otherContact, contactId] })
+      })
+    })
+
+    describe("settleRecipients", () => {
+      type Settlement = Parameters<CampaignStore["Service"]["settleRecipients"]>[2][number]
+      type Settled = Pick<CampaignRecipientRecord, "state" | "handed_at" | "message_id" | "external_id" | "error" | "updated_at">
+
+      /** A settlement of `recipient` from the state it was read in, with `to` over what it holds of the columns settled. */
+      const settlementOf = (recipient: CampaignRecipientRecord, to: Partial<Settled>): Settlement => ({
+        seq: recipient.seq,
+        expected: recipient.state,
+        state: recipient.state,
+        handed_at: recipient.handed_at,
+        message_id: recipient.message_id,
+        external_id: recipient.external_id,
+        error: recipient.error,
+        updated_at: recipient.updated_at,
+        ...to
+      })
+
+      const settle = (tenantId: string, campaignId: string, settlements: ReadonlyArray<Settlement>) =>
+        store((s) => s.settleRecipients(tenantId, campaignId, settlements))
+
+      /** A hand-over to the operator at 12:00 as a new message. */
+      const handOver = () => ({ state: "sending", handed_at: NOW, message_id: newId(), updated_at: NOW }) as const
+      const handed = { state: "sending", handed_at: at("11:00:00.000"), message_id: newId() } as const
+
+      it("moves each recipient still in the state expected, writing only state, hand-over, message, operator id, error and time, and resolves to the seqs moved", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id, { channel_ids: [newId(), newId()] })
+        const sameSeqs = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign, sameSeqs]))
+        // Every column the settlement does not own holds something of its own.
+        const planned = { channel_id: campaign.channel_ids[1]!, batch_day: 2, planned_at: at("09:30:00.000"), skip_reason: "re-planned — Zoë" }
+        const [toHand, toSent, toFailed, backToPending] = [
+          campaignRecipientRecord(campaign, 0, planned),
+          ...[1, 2, 3].map((seq) => campaignRecipientRecord(campaign, seq, { ...planned, ...handed, message_id: newId() }))
+        ]
+        const neighbours = [0, 1].map((seq) => campaignRecipientRecord(sameSeqs, seq, { state: seq === 0 ? "pending" : "sending" }))
+        await insertRecipients(h, [toHand!, toSent!, toFailed!, backToPending!, ...neighbours])
+        const moves: ReadonlyArray<readonly [CampaignRecipientRecord, Partial<Settled>]> = [
+          [toHand!, handOver()],
+          [toSent!, { state: "sent", external_id: `wamid.${newId()}==`, updated_at: at("12:00:01.000") }],
+          [toFailed!, { state: "failed", error: `{"code":131026,"title":"Zoë's \\"undeliverable\\" 🚫"}`, updated_at: at("12:00:02.000") }],
+          // Given back for a later try: the hand-over and message it had are cleared.
+          [backToPending!, { state: "pending", handed_at: null, message_id: null, updated_at: at("12:00:03.000") }]
+        ]
+
+        const moved = await h().run(settle(tenant.id, campaign.id, moves.map(([r, to]) => settlementOf(r, to))))
+        expect(moved).toEqual(new Set([0, 1, 2, 3]))
+        expect(await storedRecipientsOf(h, campaign)).toEqual(moves.map(([r, to]) => ({ ...r, ...to })))
+        expect(await storedRecipientsOf(h, sameSeqs)).toEqual(neighbours)
+      })
+
+      it("moves none not in the state expected (moved meanwhile, or handed already), nor unknown seqs, and leaves them out of the seqs moved", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const [movedMeanwhile, page, stillPending] = [
+          campaignRecipientRecord(campaign, 0, handed),
+          campaignRecipientRecord(campaign, 1),
+          campaignRecipientRecord(campaign, 2)
+        ]
+        await insertRecipients(h, [movedMeanwhile, page, stillPending])
+        const meanwhile: CampaignRecipientRecord = { ...movedMeanwhile, state: "failed", error: "timed out", updated_at: at("11:30:00.000") }
+        await h().run(store((s) => s.updateRecipient(meanwhile)))
+        const sent = { state: "sent", external_id: "wamid.late", updated_at: NOW } as const
+        const first = handOver()
+
+        const moved = await h().run(settle(tenant.id, campaign.id, [
+          settlementOf(movedMeanwhile, sent),
+          settlementOf(page, first),
+          settlementOf({ ...stillPending, state: "sending" }, sent),
+          settlementOf(campaignRecipientRecord(campaign, 99), first)
+        ]))
+        expect(moved).toEqual(new Set([1]))
+        const stored = [meanwhile, { ...page, ...first }, stillPending]
+        expect(await storedRecipientsOf(h, campaign)).toEqual(stored)
+
+        // Another round handing the same page over again (at most once) changes nothing.
+        expect(await h().run(settle(tenant.id, campaign.id, [settlementOf(page, handOver())]))).toEqual(new Set())
+        expect(await storedRecipientsOf(h, campaign)).toEqual(stored)
+      })
+
+      it("moves a recipient given twice in one batch once, to one of its settlements", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const [twice, rivals] = [0, 1].map((seq) => campaignRecipientRecord(campaign, seq, handed))
+        await insertRecipients(h, [twice!, rivals!])
+        const sent = { state: "sent", external_id: "wamid.twice", updated_at: NOW } as const
+        const failed = { state: "failed", error: "131026", updated_at: at("12:00:01.000") } as const
+
+        const moved = await h().run(settle(tenant.id, campaign.id, [settlementOf(twice!, sent), settlementOf(rivals!, sent), settlementOf(twice!, sent), settlementOf(rivals!, failed)]))
+        expect(moved).toEqual(new Set([0, 1]))
+        const [storedTwice, storedRivals] = await storedRecipientsOf(h, campaign)
+        expect(storedTwice).toEqual({ ...twice!, ...sent })
+        expect([{ ...rivals!, ...sent }, { ...rivals!, ...failed }]).toContainEqual(storedRivals)
+      })
+
+      it("never moves another tenant's recipients, even of the same seqs, and moves nothing for an empty batch", async () => {
+        const { a, b, campaignOfA, campaignOfB, recipientsOfA, recipientsOfB } = await h().run(twoTenants)
+        const failed = { state: "failed", error: "hijacked", updated_at: NOW } as const
+
+        expect(await h().run(settle(a.id, campaignOfB.id, recipientsOfB.map((r) => settlementOf(r, failed))))).toEqual(new Set())
+        expect(await h().run(settle(a.id, campaignOfA.id, []))).toEqual(new Set())
+        expect(await h().stored.campaignRecipients(b.id)).toEqual(recipientsOfB)
+        expect(await h().stored.campaignRecipients(a.id)).toEqual(recipientsOfA)
+
+        // Its own campaign's recipient 1 moves; B's recipient 1 stays as it was.
+        const first = handOver()
+        expect(await h().run(settle(a.id, campaignOfA.id, [settlementOf(recipientsOfA[1]!, first)]))).toEqual(new Set([1]))
+        expect(await h().stored.campaignRecipients(a.id)).toEqual([recipientsOfA[0], { ...recipientsOfA[1]!, ...first }])
+        expect(await h().stored.campaignRecipients(b.id)).toEqual(recipientsOfB)
+      })
+
+      it("moves 1,200 recipients in one call, with awkward and JSON-looking operator ids and errors kept as text", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const recipients = Array.from({ length: 1_200 }, (_, seq) => campaignRecipientRecord(campaign, seq, seq % 4 === 0 ? {} : handed))
+        await insertRecipients(h, recipients)
+        const awkward = (i: number) => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
+        const toOf = (seq: number): Partial<Settled> =>
+          seq % 4 === 0
+            ? { state: "sending", handed_at: NOW, message_id: awkward(seq), updated_at: NOW }
+            : seq % 4 === 1
+            ? { state: "failed", error: awkward(seq), updated_at: at("12:00:01.000") }
+            : { state: "sent", external_id: seq < 4 * AWKWARD_TEXTS.length ? awkward(seq) : `wamid.${seq}`, updated_at: at("12:00:02.000") }
+
+        const moved = await h().run(settle(tenant.id, campaign.id, recipients.map((r) => settlementOf(r, toOf(r.seq)))))
+        expect(moved).toEqual(new Set(seqs(recipients)))
+        expect(await storedRecipientsOf(h, campaign)).toEqual(recipients.map((r) => ({ ...r, ...toOf(r.seq) })))
+      })
+
+      it("loses to a settlement in another open transaction: waits for it, leaves that writer's state and reports the seq not moved (needs several connections)", async (ctx) => {
+        ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
+        const { tenant } = await h().run(seedTenant)
+        const campaign = campaignRecord(tenant.id)
+        await h().run(insertCampaigns([campaign]))
+        const [contested, other] = [0, 1].map((seq) => campaignRecipientRecord(campaign, seq))
+        await insertRecipients(h, [contested!, other!])
+        const [theirs, ours] = [handOver(), handOver()]
+
+        const { whileHeld, after } = await h().run(contend({
+          hold: settle(tenant.id, campaign.id, [settlementOf(contested!, theirs)]),
+          finish: () => Effect.void,
+          contend: settle(tenant.id, campaign.id, [settlementOf(contested!, ours), settlementOf(other!, ours)])
+        }))
+        // Answering before the other committed, it would have handed the recipient over twice.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([1]))
+        expect(await storedRecipientsOf(h, campaign)).toEqual([{ ...contested!, ...theirs }, { ...other!, ...ours }])
       })
     })
   }

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely"
 import type { Database } from "../../adapters/kysely/Database.ts"
 import type { EventEnvelope } from "../../src/kernel/EventEnvelope.ts"
 import type { AttachmentOrigin } from "../../src/ports/AttachmentStore.ts"
-import type { CampaignRecord, CampaignStatus, RecipientState, SplitSending, ThrottleReason } from "../../src/ports/CampaignStore.ts"
+import { type CampaignRecord, type CampaignStatus, type RecipientState, type SplitSending, THROTTLE_REASONS, type ThrottleReason } from "../../src/ports/CampaignStore.ts"
 import type { EmailAddressValue, EmailHeader, EmailMessageStatus } from "../../src/ports/EmailStore.ts"
 import type { CustomFieldRecord, FlowScreen, FlowSessionRecord, WritebackMapping } from "../../src/ports/FlowStore.ts"
 import type { InboundPayloadStatus, InboundSource } from "../../src/ports/InboundStore.ts"
@@ -56,12 +56,7 @@ const messageStatus = oneOf<MessageStatus>("message status", ["received", "pendi
 const reportedStatus = oneOf<MessageStatusReport["status"]>("reported status", ["sent", "delivered", "read", "failed"])
 const attachmentOrigin = oneOf<AttachmentOrigin>("attachment origin", ["chatapp_media", "upload", "url", "email"])
 const campaignStatus = oneOf<CampaignStatus>("campaign status", ["draft", "scheduled", "sending", "paused", "completed"])
-const throttleReason = oneOf<ThrottleReason>("throttle reason", [
-  "warmup_acknowledgement_required",
-  "daily_batch_limit",
-  "chatapp_messaging_limit",
-  "quality_restricted"
-])
+const throttleReason = oneOf<ThrottleReason>("throttle reason", THROTTLE_REASONS)
 const recipientState = oneOf<RecipientState>("recipient state", ["pending", "sending", "sent", "delivered", "read", "failed", "skipped"])
 const senderType = oneOf<FlowSessionRecord["sender_type"]>("flow sender type", ["inbox", "campaign", "automation", "api", "adopted"])
 const customFieldType = oneOf<CustomFieldRecord["type"]>("custom field type", ["text", "number", "boolean", "date"])

@@ -91,6 +91,50 @@ const moveStatuses = (tenantId: string, moves: ReadonlyArray<ReturnType<typeof m
 const findByExternalIds = (h: UseMessages, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
   h().run(MessageStore.use((s) => s.findByExternalIds(tenantId, channelId, externalIds))).then((found) => [...found].sort(byId))
 
+/** An outbound message of `conversation` not yet handed to its transport. */
+const pendingOf = (conversation: ReturnType<typeof conversationRecord>, overrides: Partial<MessageRecord> = {}) =>
+  messageRecord(conversation, { direction: "outbound", status: "pending", external_id: null, ...overrides })
+
+type Outcome = Parameters<MessageStore["Service"]["settlePending"]>[1][number]
+
+/** What the transport answered for `message`: its operator id and status state as read, with `to` over them. */
+const outcomeOf = (message: MessageRecord, to: Partial<StatusState & Pick<MessageRecord, "external_id">>): Outcome => ({
+  id: message.id,
+  external_id: message.external_id,
+  status: message.status,
+  error: message.error,
+  sent_at: message.sent_at,
+  delivered_at: message.delivered_at,
+  read_at: message.read_at,
+  failed_at: message.failed_at,
+  updated_at: message.updated_at,
+  ...to
+})
+
+const settlePending = (tenantId: string, outcomes: ReadonlyArray<Outcome>) => MessageStore.use((s) => s.settlePending(tenantId, outcomes))
+
+const deletePending = (tenantId: string, ids: ReadonlyArray<string>) => MessageStore.use((s) => s.deletePending(tenantId, ids))
+
+const statusesOfMany = (h: UseMessages, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
+  h().run(MessageStore.use((s) => s.statusesOfMany(tenantId, channelId, externalIds)))
+
+/** Reports by operator id, each id's in the order given: the port promises an order within an id only. */
+const perId = (reports: ReadonlyArray<MessageStatusReport>): ReadonlyMap<string, ReadonlyArray<MessageStatusReport>> => {
+  const grouped = new Map<string, Array<MessageStatusReport>>()
+  for (const r of reports) grouped.set(r.external_id, [...(grouped.get(r.external_id) ?? []), r])
+  return grouped
+}
+
+/** The transport's acceptance of a message under a new operator id, and its refusal with an error that looks like JSON. */
+const accepted = () =>
+  ({ external_id: `wamid.${globalThis.crypto.randomUUID()}`, status: "sent", sent_at: at("12:00:01.000"), updated_at: at("12:00:01.000") }) as const
+const refused = {
+  status: "failed",
+  error: { code: 131_026, title: `{"a":1}`, message: "Receiver is incapable 🚫 \"quoted\"", details: "null" },
+  failed_at: at("12:00:02.000"),
+  updated_at: at("12:00:02.000")
+} as const
+
 // A conversation in each of two tenants, with one message each.
 const twoTenants = Effect.gen(function*() {
   const a = (yield* seedTenant).tenant
@@ -555,6 +599,226 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
         expect(whileHeld).toEqual(Option.none())
         expect(after).toEqual(new Set([other.id]))
         expect(await h().stored.messages(tenant.id)).toEqual([{ ...sent, ...read }, { ...other, ...delivered }].sort(byId))
+      })
+    })
+
+    describe("settlePending", () => {
+      it("settles each message still pending with its transport's answer, writing only the operator id and status columns, and resolves to the ids it settled", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [sent, failed] = [pendingOf(conversation), pendingOf(conversation, { message_type: "image", text: null, content: { link: "https://x/a.png" } })]
+        await h().run(insertAll([sent, failed]))
+        // Another writer changes the text while the send is under way, leaving the message pending.
+        const edited: MessageRecord = { ...sent, text: "Edited meanwhile", content: { edited: true } }
+        expect(await h().run(MessageStore.use((s) => s.update(tenant.id, edited)))).toBe(true)
+        const accept = accepted()
+
+        const settled = await h().run(settlePending(tenant.id, [outcomeOf(sent, accept), outcomeOf(failed, refused)]))
+        expect(settled).toEqual(new Set([sent.id, failed.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...edited, ...accept }, { ...failed, ...refused }].sort(byId))
+        expect(await findByExternalId(h, tenant.id, sent.channel_id, accept.external_id)).toEqual({ ...edited, ...accept })
+      })
+
+      it("never settles a message no longer pending (sent, failed, received) nor an unknown id, leaving them out of the ids settled", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const outbound = { direction: "outbound", updated_at: at("11:00:00.000") } as const
+        const sentAlready = messageRecord(conversation, { ...outbound, status: "sent", sent_at: at("11:00:00.000") })
+        const failedAlready = messageRecord(conversation, {
+          ...outbound,
+          status: "failed",
+          external_id: null,
+          error: { code: 1, title: null, message: "earlier", details: null },
+          failed_at: at("11:00:00.000")
+        })
+        const inbound = messageRecord(conversation)
+        const pending = pendingOf(conversation)
+        await h().run(insertAll([sentAlready, failedAlready, inbound, pending]))
+        const unknown = pendingOf(conversation)
+
+        const settled = await h().run(settlePending(tenant.id, [sentAlready, failedAlready, inbound, unknown, pending].map((m) => outcomeOf(m, refused))))
+        expect(settled).toEqual(new Set([pending.id]))
+        const stored = [sentAlready, failedAlready, inbound, { ...pending, ...refused }].sort(byId)
+        expect(await h().stored.messages(tenant.id)).toEqual(stored)
+
+        // A second answer for the message settled (another holder of the same batch) changes nothing.
+        expect(await h().run(settlePending(tenant.id, [outcomeOf(pending, accepted())]))).toEqual(new Set())
+        expect(await h().stored.messages(tenant.id)).toEqual(stored)
+      })
+
+      it("settles a message given twice in one batch once, to one of its outcomes", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [twice, rivals] = [pendingOf(conversation), pendingOf(conversation)]
+        await h().run(insertAll([twice, rivals]))
+        const [accept, acceptRival] = [accepted(), accepted()]
+
+        const settled = await h().run(
+          settlePending(tenant.id, [outcomeOf(twice, accept), outcomeOf(rivals, acceptRival), outcomeOf(twice, accept), outcomeOf(rivals, refused)])
+        )
+        expect(settled).toEqual(new Set([twice.id, rivals.id]))
+        const stored = await h().stored.messages(tenant.id)
+        expect(stored.find((m) => m.id === twice.id)).toEqual({ ...twice, ...accept })
+        expect([{ ...rivals, ...acceptRival }, { ...rivals, ...refused }]).toContainEqual(stored.find((m) => m.id === rivals.id))
+      })
+
+      it("never settles another tenant's pending message, and settles nothing for an empty batch", async () => {
+        const { a, b, conversationOfB, messageOfA, messageOfB } = await h().run(twoTenants)
+        const pendingOfB = pendingOf(conversationOfB)
+        await h().run(insertAll([pendingOfB]))
+
+        expect(await h().run(settlePending(a.id, [outcomeOf(pendingOfB, accepted()), outcomeOf(messageOfB, refused)]))).toEqual(new Set())
+        expect(await h().run(settlePending(a.id, []))).toEqual(new Set())
+        expect(await h().stored.messages(b.id)).toEqual([messageOfB, pendingOfB].sort(byId))
+        expect(await h().stored.messages(a.id)).toEqual([messageOfA])
+      })
+
+      it("settles 1,200 messages in one call, with awkward operator ids and errors", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = Array.from({ length: 1_200 }, () => pendingOf(conversation))
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+        // The first operator ids are the awkward texts themselves; later refusals carry none.
+        const toOf = (i: number): Partial<StatusState & Pick<MessageRecord, "external_id">> => ({
+          external_id: i < AWKWARD_TEXTS.length ? awkward(i) : i % 3 === 0 ? null : `wamid.${i}`,
+          ...(i % 3 === 0
+            ? { status: "failed", error: { code: i, title: awkward(i), message: awkward(i + 1), details: i % 2 === 0 ? null : awkward(i + 2) }, failed_at: at("12:00:05.000") }
+            : { status: "sent", sent_at: at("12:00:04.000") }),
+          updated_at: at("12:00:05.000")
+        })
+
+        const settled = await h().run(settlePending(tenant.id, messages.map((m, i) => outcomeOf(m, toOf(i)))))
+        expect(settled).toEqual(new Set(messages.map((m) => m.id)))
+        expect(await h().stored.messages(tenant.id)).toEqual(messages.map((m, i) => ({ ...m, ...toOf(i) })).sort(byId))
+      })
+
+      it("loses to a settlement in another open transaction: waits for it, reports the id not settled and leaves that answer (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [contested, other] = [pendingOf(conversation), pendingOf(conversation)]
+        await h().run(insertAll([contested, other]))
+        const accept = accepted()
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: settlePending(tenant.id, [outcomeOf(contested, accept)]),
+            finish: () => Effect.void,
+            contend: settlePending(tenant.id, [outcomeOf(contested, refused), outcomeOf(other, refused)])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the other committed, it would have settled the message a second time.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([other.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...contested, ...accept }, { ...other, ...refused }].sort(byId))
+      })
+    })
+
+    describe("deletePending", () => {
+      it("deletes the messages among the ids still pending, leaving sent, failed and inbound ones, pending ones not named, and unknown ids", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [named, alsoNamed, notNamed] = [pendingOf(conversation), pendingOf(conversation), pendingOf(conversation)]
+        const sent = messageRecord(conversation, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000") })
+        const failed = pendingOf(conversation, { status: "failed", error: { code: null, title: null, message: "x", details: null }, failed_at: at("11:00:00.000") })
+        const inbound = messageRecord(conversation)
+        await h().run(insertAll([named, alsoNamed, notNamed, sent, failed, inbound]))
+
+        const ids = [named.id, sent.id, failed.id, inbound.id, pendingOf(conversation).id, named.id, alsoNamed.id, `{"a":1}`]
+        await h().run(deletePending(tenant.id, ids))
+        expect(await h().stored.messages(tenant.id)).toEqual([notNamed, sent, failed, inbound].sort(byId))
+      })
+
+      it("deletes none of another tenant's pending messages, and nothing for no ids", async () => {
+        const { a, b, conversationOfB, messageOfA, messageOfB } = await h().run(twoTenants)
+        const pendingOfA = pendingOf(conversationRecord(a.id))
+        const pendingOfB = pendingOf(conversationOfB)
+        await h().run(insertAll([pendingOfA, pendingOfB]))
+
+        await h().run(deletePending(a.id, [pendingOfB.id, messageOfB.id]))
+        await h().run(deletePending(a.id, []))
+        expect(await h().stored.messages(b.id)).toEqual([messageOfB, pendingOfB].sort(byId))
+        expect(await h().stored.messages(a.id)).toEqual([messageOfA, pendingOfA].sort(byId))
+      })
+
+      it("deletes 1,200 messages in one call, leaving the sent ones among the ids", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const messages = Array.from({ length: 1_200 }, (_, i) =>
+          i % 4 === 0 ? messageRecord(conversation, { direction: "outbound", status: "sent" }) : pendingOf(conversation))
+        await h().run(MessageStore.use((s) => s.insertMany(messages)))
+
+        await h().run(deletePending(tenant.id, messages.map((m) => m.id)))
+        expect(await h().stored.messages(tenant.id)).toEqual(messages.filter((m) => m.status === "sent").sort(byId))
+      })
+
+      it("leaves a message another open transaction settles: waits for it and deletes only what is still pending (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [contested, other] = [pendingOf(conversation), pendingOf(conversation)]
+        await h().run(insertAll([contested, other]))
+        const accept = accepted()
+
+        const { whileHeld } = await h().run(
+          contend({
+            hold: settlePending(tenant.id, [outcomeOf(contested, accept)]),
+            finish: () => Effect.void,
+            contend: deletePending(tenant.id, [contested.id, other.id])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the other committed, it would have deleted a message its transport accepted.
+        expect(whileHeld).toEqual(Option.none())
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...contested, ...accept }])
+      })
+    })
+
+    describe("statusesOfMany", () => {
+      it("answers every status kept for the ids on the channel once, each id's in the order received, leaving out other channels', other tenants' and unknown ids", async () => {
+        const { a, b } = await h().run(Effect.all({ a: Effect.map(seedTenant, (s) => s.tenant), b: Effect.map(seedTenant, (s) => s.tenant) }))
+        const [here, there] = [conversationRecord(a.id).channel_id, conversationRecord(a.id).channel_id]
+        const x = `wamid.${globalThis.crypto.randomUUID()}`
+        const y = `{"a":1}`
+        const ofX = [
+          report(a.id, here, x, { status: "read", occurred_at: at("12:00:03.000"), received_at: at("12:00:03.500") }),
+          // Received at the same instant, sent and delivered come in the order a message goes through them.
+          report(a.id, here, x, { occurred_at: at("12:00:01.000"), received_at: at("12:00:04.000") }),
+          report(a.id, here, x, { status: "delivered", occurred_at: at("12:00:02.000"), received_at: at("12:00:04.000") }),
+          report(a.id, here, x, {
+            status: "failed",
+            received_at: at("12:00:05.000"),
+            error: { code: 131_026, title: "[1,2]", message: "Receiver is incapable 🚫", details: null }
+          })
+        ]
+        const ofY = [report(a.id, here, y, { received_at: at("11:00:00.000") }), report(a.id, here, y, { status: "delivered", received_at: at("11:00:01.000") })]
+        const xThere = report(a.id, there, x)
+        const ofB = report(b.id, here, "wamid.of-b")
+        for (const r of [ofX[3]!, ofY[1]!, ofX[2]!, xThere, ofX[1]!, ofB, ofY[0]!, ofX[0]!]) expect(await record(h, r)).toBe(true)
+
+        const answer = await statusesOfMany(h, a.id, here, [x, y, x, "wamid.of-b", "wamid.unknown"])
+        expect(answer).toHaveLength(6)
+        expect(perId(answer)).toEqual(new Map([[x, ofX], [y, ofY]]))
+        expect(await statusesOfMany(h, b.id, here, [x, y, "wamid.of-b"])).toEqual([ofB])
+        expect(await statusesOfMany(h, a.id, there, [x, y])).toEqual([xThere])
+        expect(await statusesOfMany(h, a.id, here, [])).toEqual([])
+      })
+
+      it("answers the statuses of 1,200 ids in one call, by awkward and JSON-looking ids too", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const channelId = conversationRecord(tenant.id).channel_id
+        const externalIds = Array.from({ length: 1_200 }, (_, i) => (i < AWKWARD_TEXTS.length ? awkward(i) : `wamid.${i}`))
+        // Each id's delivered report comes first in the batch, though received after its sent one.
+        const reports = externalIds.flatMap((externalId, i) => [
+          report(tenant.id, channelId, externalId, { status: "delivered", received_at: at("12:00:02.000"), error: null }),
+          report(tenant.id, channelId, externalId, { received_at: at("12:00:01.000"), error: i % 5 === 0 ? { code: i, title: awkward(i), message: awkward(i + 1), details: null } : null })
+        ])
+        await h().run(MessageStore.use((s) => s.recordStatuses(reports)))
+
+        const answer = await statusesOfMany(h, tenant.id, channelId, [...externalIds, "wamid.unknown", `{"a": 1}`])
+        expect(answer).toHaveLength(2_400)
+        expect(perId(answer)).toEqual(new Map(externalIds.map((externalId, i) => [externalId, [reports[2 * i + 1]!, reports[2 * i]!]])))
       })
     })
 

@@ -29,6 +29,7 @@ import { messageStoreSuite } from "./MessageStoreSuite.ts"
 import { outboxStoreSuite } from "./OutboxStoreSuite.ts"
 import { retentionSuite } from "./RetentionSuite.ts"
 import { sendingLimitStoreSuite } from "./SendingLimitStoreSuite.ts"
+import { sendRateStoreSuite } from "./SendRateStoreSuite.ts"
 import { summaryStoreSuite } from "./SummaryStoreSuite.ts"
 import type { StorageAdapter, StoredTable } from "./StorageAdapter.ts"
 import { teamChatStoreSuite } from "./TeamChatStoreSuite.ts"
@@ -70,6 +71,7 @@ export {
   outboxStoreSuite,
   retentionSuite,
   sendingLimitStoreSuite,
+  sendRateStoreSuite,
   summaryStoreSuite,
   teamChatStoreSuite,
   templateStoreSuite,
@@ -98,6 +100,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   templateStoreSuite,
   libraryCacheStoreSuite,
   sendingLimitStoreSuite,
+  sendRateStoreSuite,
   emailStoreSuite,
   listStoreSuite,
   campaignStoreSuite,

@@ -328,10 +328,14 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     )
     const limited = await api("POST", "/messages", { conversation_id: conversation.id, text: "one" })
     expect(limited.status).toBe(429)
-    expect(limited.body.detail).toMatchObject({ code: "operator_rate_limited", operator: { kind: "rate_limited", code: 131056, fbtrace_id: "AbC123" } })
+    // The pair limit (one recipient, too fast) is a rate limit of its own kind.
+    expect(limited.body.detail).toMatchObject({ code: "operator_rate_limited", operator: { kind: "pair_rate_limited", code: 131056, fbtrace_id: "AbC123" } })
     const policy = await api("POST", "/messages", { conversation_id: conversation.id, text: "two" })
     expect(policy.status).toBe(502)
-    expect(policy.body.detail).toMatchObject({ code: "operator_policy", operator: { kind: "policy", code: 131048, title: "Spam rate limit hit" } })
+    expect(policy.body.detail).toMatchObject({
+      code: "operator_quality_restricted",
+      operator: { kind: "quality_restricted", code: 131048, title: "Spam rate limit hit" }
+    })
     const stored = await messagesOf(conversation.id)
     expect(stored.slice(-2).map((m) => [m.text, m.status, m.error?.code])).toEqual([["one", "failed", 131056], ["two", "failed", 131048]])
   })

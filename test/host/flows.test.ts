@@ -352,7 +352,7 @@ describe.each(hostBackends)("chat-app flows on the reference host ($name)", (bac
       expect(await ok("GET", `/chatapp-flows/${created.body.id}`)).toEqual(created.body)
     })
 
-    it("refuses what cannot work with 422: names twice, foreign sensitive fields, unknown inputs, missing or unknown targets, other channels", async () => {
+    it("refuses what cannot work with 422: names twice, foreign sensitive fields, unknown inputs, missing or unknown targets; other channels with 400", async () => {
       const base = { name: "Bad", channel_id: channelId, meta_flow_id: newMetaFlowId() }
       const screen = { id: "S", inputs: [{ name: "a", type: "TextInput" }, { name: "b", type: "OptIn" }] }
       const cases: Array<[string, Record<string, unknown>, ReadonlyArray<string | number>]> = [
@@ -379,14 +379,18 @@ describe.each(hostBackends)("chat-app flows on the reference host ($name)", (bac
         ["unknown list", { screens: [screen], writeback: [{ input: "b", target: "subscription", list_id: UNKNOWN_ID }] }, ["body", "writeback", 0, "list_id"]],
         ["unknown contact field", { screens: [screen], writeback: [{ input: "a", target: "contact_field", field: "nickname" }] }, ["body", "writeback", 0, "field"]],
         ["no screens", { screens: [] }, ["body", "screens"]],
-        ["meta flow id not digits", { meta_flow_id: "flow-1", screens: [screen] }, ["body", "meta_flow_id"]],
-        ["a non-chat-app channel", { channel_id: botChannelId, screens: [screen] }, ["body", "channel_id"]]
+        ["meta flow id not digits", { meta_flow_id: "flow-1", screens: [screen] }, ["body", "meta_flow_id"]]
       ]
       for (const [label, body, loc] of cases) {
         const refused = await api("POST", "/chatapp-flows", { ...base, ...body })
         expect(refused.status, `${label}: ${JSON.stringify(refused.body)}`).toBe(422)
         expect(refused.body.detail.map((d: any) => d.loc), label).toContainEqual(loc)
       }
+      // A channel that is not a chat-app number is refused as on every route.
+      expect(await api("POST", "/chatapp-flows", { ...base, channel_id: botChannelId, screens: [screen] })).toMatchObject({
+        status: 400,
+        body: { code: "channel_unavailable", channel_id: botChannelId }
+      })
       // Another tenant's list, tag or custom field is as unknown as a made-up one.
       const theirTag = await ok("POST", "/tags", { name: "Theirs" }, 201, other)
       const theirList = await ok("POST", "/lists", { name: "Their list" }, 201, other)

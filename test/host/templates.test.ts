@@ -336,6 +336,7 @@ describe.each(hostBackends)("the template library and sending limits on the refe
         quality_rating: "GREEN",
         throughput_level: "HIGH",
         phone_status: "CONNECTED",
+        throughput_per_second: 1_000,
         stale: false,
         supported: true
       })

@@ -2,6 +2,7 @@ import { Effect, Layer, Option } from "effect"
 import { sql } from "kysely"
 import {
   type CampaignBatchRecord,
+  type CampaignChanges,
   type CampaignClaim,
   type CampaignRecipientRecord,
   type CampaignRecord,
@@ -41,6 +42,47 @@ const campaignToRow = (campaign: CampaignRecord): Omit<CampaignsTable, "lease_un
   skip_duplicates: toFlag(campaign.skip_duplicates),
   split_sending: campaign.split_sending === null ? null : JSON.stringify(campaign.split_sending)
 })
+
+// The columns a conditional write may set, in one statement's order; the lease and identity are never among them.
+const CHANGEABLE = [
+  "name",
+  "status",
+  "throttle_reason",
+  "channel_ids",
+  "template_id",
+  "variable_values",
+  "audience",
+  "timezone",
+  "skip_duplicates",
+  "split_sending",
+  "send_at",
+  "warmup_acknowledged_at",
+  "warmup_acknowledged_audience",
+  "audience_size",
+  "next_run_at",
+  "started_at",
+  "paused_at",
+  "completed_at",
+  "updated_at"
+] as const satisfies ReadonlyArray<keyof CampaignChanges>
+
+// Columns stored as JSON text.
+const JSON_COLUMNS: ReadonlySet<string> = new Set(["channel_ids", "variable_values", "audience", "split_sending"])
+
+/** The columns `changes` names as stored (JSON text, flags), and only those. */
+const changesToRow = (changes: CampaignChanges): Partial<CampaignsTable> => {
+  const row: Record<string, unknown> = {}
+  for (const column of CHANGEABLE) {
+    const value = changes[column]
+    if (value === undefined) continue
+    row[column] = column === "skip_duplicates"
+      ? toFlag(value as boolean)
+      : JSON_COLUMNS.has(column) && value !== null
+      ? JSON.stringify(value)
+      : value
+  }
+  return row as Partial<CampaignsTable>
+}
 
 const recipientFromRow = (row: CampaignRecipientsTable): CampaignRecipientRecord => ({
   ...row,
@@ -115,6 +157,17 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
         AND ${filterOnly("campaign_recipients.tenant_id")} = $2 AND campaign_recipients.campaign_id = r.campaign_id AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
         RETURNING campaign_recipients.campaign_id, campaign_recipients.seq`
     })
+    const settleRecipients = jsonBatch({
+      dialect: connection.dialect,
+      name: "campaign-recipients-settle",
+      columns: [["seq", "integer"], "expected", "state", "handed_at", "message_id", "external_id", "error", "updated_at"],
+      template: (rows, keyIn) =>
+        `UPDATE campaign_recipients SET state = r.state, handed_at = r.handed_at, message_id = r.message_id,
+        external_id = r.external_id, error = r.error, updated_at = r.updated_at
+        FROM ${rows} WHERE campaign_recipients.campaign_id = $2 AND ${keyIn("campaign_recipients.seq")}
+        AND ${filterOnly("campaign_recipients.tenant_id")} = $3 AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
+        RETURNING campaign_recipients.seq`
+    })
     return CampaignStore.of({
       findRecipientsByExternalIds: (tenantId, channelId, externalIds) =>
         query(connection, (db) =>
@@ -126,6 +179,10 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
         query(connection, (db) =>
           moveRecipients.run<{ readonly campaign_id: string; readonly seq: number | string }>(db, moves, [tenantId]))
           .pipe(Effect.map((rows) => new Set(rows.map((row) => `${row.campaign_id} ${Number(row.seq)}`)))),
+      settleRecipients: (tenantId, campaignId, moves) =>
+        moves.length === 0 ? Effect.succeed(new Set<number>()) : query(connection, (db) =>
+          settleRecipients.run<{ readonly seq: number | string }>(db, moves, [campaignId, tenantId]))
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => Number(row.seq))))),
       insert: (campaign) =>
         query(connection, (db) =>
           db.insertInto("campaigns").values({ ...campaignToRow(campaign), lease_until: null, holder: null }).execute())
@@ -150,6 +207,20 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
           db.updateTable("campaigns").set(changes).where("tenant_id", "=", tenantId).where("id", "=", campaign.id)
             .executeTakeFirst())
           .pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0))
+      },
+      // One UPDATE under the expected statuses; with nothing to set, whether the campaign is in one of them.
+      transition: (tenantId, id, { expected, set }) => {
+        if (expected.length === 0) return Effect.succeed(false)
+        const changes = changesToRow(set)
+        return query(connection, async (db) => {
+          if (Object.keys(changes).length === 0) {
+            return (await db.selectFrom("campaigns").select("id").where("tenant_id", "=", tenantId).where("id", "=", id)
+              .where("status", "in", [...expected]).executeTakeFirst()) !== undefined
+          }
+          const result = await db.updateTable("campaigns").set(changes).where("tenant_id", "=", tenantId).where("id", "=", id)
+            .where("status", "in", [...expected]).executeTakeFirst()
+          return Number(result.numUpdatedRows) > 0
+        })
       },
       // The due test repeats the partial index's condition, so SQLite's planner matches it too.
       claimDue: ({ holder, leaseUntil, limit, now }) =>

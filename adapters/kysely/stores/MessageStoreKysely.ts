@@ -108,6 +108,30 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
         FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2 AND messages.status = r.expected_status
         AND messages.updated_at ${same} r.expected_updated_at RETURNING messages.id`
     })
+    // Only messages still pending: an outcome is written once, whoever else holds the same batch.
+    const settleStatement = jsonBatch({
+      dialect,
+      name: "messages-settle-pending",
+      columns: ["id", "external_id", ...MOVED_COLUMNS],
+      template: (rows, keyIn) =>
+        `UPDATE messages SET external_id = r.external_id, ${MOVED_COLUMNS.map((c) => `${c} = r.${c}`).join(", ")}
+        FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2
+        AND messages.status = 'pending' RETURNING messages.id`
+    })
+    const deletePendingStatement = jsonBatch({
+      dialect,
+      name: "messages-delete-pending",
+      columns: ["id"],
+      template: (_rows, keyIn) => `DELETE FROM messages WHERE ${keyIn("id")} AND tenant_id = $2 AND status = 'pending'`
+    })
+    const statusesOfMany = jsonBatch({
+      dialect,
+      name: "message-statuses-of-many",
+      columns: ["external_id"],
+      template: (_rows, keyIn) =>
+        `SELECT * FROM message_statuses WHERE channel_id = $2 AND ${keyIn("external_id")} AND tenant_id = $3
+        ORDER BY external_id, received_at, CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 ELSE 4 END`
+    })
     return MessageStore.of({
       insertMany: (messages) => query(connection, (db) => insertMany.run(db, messages.map(toRow))).pipe(Effect.asVoid),
       recordStatuses: (reports) =>
@@ -130,6 +154,20 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
             })),
             [tenantId]
           )).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+      settlePending: (tenantId, outcomes) =>
+        outcomes.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          settleStatement.run<{ readonly id: string }>(
+            db,
+            outcomes.map((outcome) => ({ ...outcome, error: errorToText(outcome.error) })),
+            [tenantId]
+          )).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+      deletePending: (tenantId, ids) =>
+        ids.length === 0 ? Effect.void : query(connection, (db) => deletePendingStatement.run(db, ids.map((id) => ({ id })), [tenantId]))
+          .pipe(Effect.asVoid),
+      statusesOfMany: (tenantId, channelId, externalIds) =>
+        externalIds.length === 0 ? Effect.succeed([]) : query(connection, (db) =>
+          statusesOfMany.run<MessageStatusesTable>(db, externalIds.map((external_id) => ({ external_id })), [channelId, tenantId]))
+          .pipe(Effect.map((rows) => rows.map(reportFromRow))),
       insert: (message) =>
         query(connection, (db) => db.insertInto("messages").values(toRow(message)).execute()).pipe(Effect.asVoid),
       get: (tenantId, id) =>

@@ -1,0 +1,159 @@
+import { Effect } from "effect"
+import type { ConversationService } from "../conversations/ConversationService.ts"
+import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
+import { groupBy } from "../kernel/Grouping.ts"
+import type { StorageError } from "../kernel/StorageError.ts"
+import type { ConversationRecord } from "../ports/ConversationStore.ts"
+import type { MessageError, MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import type { OutboxStore } from "../ports/OutboxStore.ts"
+import type { Message } from "./Message.ts"
+import { applyStatus } from "./MessageStatusMachine.ts"
+
+/** An outbound message about to be handed to its transport (the operator, or an email server). */
+export interface OutboundDraft {
+  readonly conversation: ConversationRecord
+  readonly messageType: string
+  readonly text: string | null
+  readonly content: Readonly<Record<string, unknown>>
+}
+
+/** What the transport answered for a pending message. */
+export type OutboundOutcome =
+  | { readonly _tag: "sent"; readonly message: MessageRecord; readonly externalId: string | null; readonly at: string }
+  | { readonly _tag: "failed"; readonly message: MessageRecord; readonly error: MessageError; readonly at: string }
+
+/** A settled message: its stored state, and its wire form when it was sent (the `message.sent` event's). */
+export interface SettledMessage {
+  readonly record: MessageRecord
+  /** Whether this call settled it (false: it was no longer pending, another writer settled it). */
+  readonly settled: boolean
+  readonly wire: Message | null
+}
+
+/** What the outbound lifecycle needs. */
+export interface OutboundLifecycleDeps {
+  readonly messages: MessageStore["Service"]
+  readonly outbox: OutboxStore["Service"]
+  readonly conversations: ConversationService["Service"]
+  readonly wireOf: (records: ReadonlyArray<MessageRecord>) => Effect.Effect<ReadonlyArray<Message>, StorageError>
+  readonly messageEvent: (type: "message.sent", message: Message) => Effect.Effect<EventEnvelope>
+}
+
+/** A pending outbound message of `draft`, made at `at` with id `id`. */
+export const pendingMessage = (draft: OutboundDraft, id: string, at: string): MessageRecord => ({
+  id,
+  tenant_id: draft.conversation.tenant_id,
+  conversation_id: draft.conversation.id,
+  channel_id: draft.conversation.channel_id,
+  contact_id: draft.conversation.contact_id,
+  direction: "outbound",
+  message_type: draft.messageType,
+  text: draft.text,
+  content: draft.content,
+  status: "pending",
+  external_id: null,
+  error: null,
+  created_at: at,
+  updated_at: null,
+  sent_at: null,
+  delivered_at: null,
+  read_at: null,
+  failed_at: null
+})
+
+/**
+ * The one lifecycle of outbound messages, chat-app and email alike, one or many at once: stored
+ * `pending` before the transport is asked, then settled by its answer to `sent` (with the operator's
+ * id; statuses the operator reported before the answer was written are applied by the same
+ * forward-only rule, `applyStatus`) or `failed`. Settling writes each message only while it is still
+ * pending, moves its conversation's times (never the rest of the row) and emits `message.sent`, all in
+ * the caller's transaction.
+ */
+export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
+  const { conversations, messageEvent, messages, outbox, wireOf } = deps
+
+  // The statuses the operator reported before its answer was written, read once per channel.
+  const caughtUp = Effect.fnUntraced(function*(tenantId: string, sent: ReadonlyArray<MessageRecord>) {
+    const withIds = sent.filter((message) => message.external_id !== null)
+    if (withIds.length === 0) return sent
+    const moved = new Map<string, MessageRecord>()
+    for (const [channelId, group] of groupBy(withIds, (message) => message.channel_id)) {
+      const reports = yield* messages.statusesOfMany(tenantId, channelId, group.map((message) => message.external_id!))
+      if (reports.length === 0) continue
+      const byExternal = groupBy(reports, (report) => report.external_id)
+      for (const message of group) {
+        let state: MessageRecord = message
+        for (const report of byExternal.get(message.external_id!) ?? []) {
+          const next = applyStatus(state, { status: report.status, at: report.occurred_at, error: report.error })
+          if (next.changed) state = { ...state, ...next.state }
+        }
+        if (state !== message) moved.set(message.id, state)
+      }
+    }
+    return sent.map((message) => moved.get(message.id) ?? message)
+  })
+
+  /** Stores the drafts' messages `pending` (in the caller's transaction), one statement for all. */
+  const recordPendingMany = (records: ReadonlyArray<MessageRecord>): Effect.Effect<void, StorageError> =>
+    records.length === 0 ? Effect.void : messages.insertMany(records)
+
+  /**
+   * Settles pending messages of one tenant by their transport's answers, in the caller's transaction:
+   * one write for the messages, one for their conversations' times, one for the `message.sent` events.
+   */
+  const settle = Effect.fnUntraced(function*(tenantId: string, outcomes: ReadonlyArray<OutboundOutcome>) {
+    if (outcomes.length === 0) return [] as ReadonlyArray<SettledMessage>
+    const next = outcomes.map((outcome): MessageRecord =>
+      outcome._tag === "sent"
+        ? { ...outcome.message, status: "sent", external_id: outcome.externalId, sent_at: outcome.at, updated_at: outcome.at }
+        : { ...outcome.message, status: "failed", error: outcome.error, failed_at: outcome.at, updated_at: outcome.at }
+    )
+    const sentIds = new Set(outcomes.filter((outcome) => outcome._tag === "sent").map((outcome) => outcome.message.id))
+    const caught = new Map((yield* caughtUp(tenantId, next.filter((message) => sentIds.has(message.id)))).map((m) => [m.id, m]))
+    const final = next.map((message) => caught.get(message.id) ?? message)
+    const settled = yield* messages.settlePending(tenantId, final.map((m) => ({
+      id: m.id,
+      external_id: m.external_id,
+      status: m.status,
+      error: m.error,
+      sent_at: m.sent_at,
+      delivered_at: m.delivered_at,
+      read_at: m.read_at,
+      failed_at: m.failed_at,
+      updated_at: m.updated_at
+    })))
+    const sentNow = final.filter((message) => settled.has(message.id) && sentIds.has(message.id))
+    if (sentNow.length > 0) {
+      yield* conversations.noteMessages(tenantId, sentNow.map((message) => ({
+        conversationId: message.conversation_id,
+        at: message.sent_at!,
+        inbound: false
+      })))
+    }
+    const wires = new Map((yield* wireOf(sentNow)).map((wire) => [wire.id, wire]))
+    if (wires.size > 0) yield* outbox.append(yield* Effect.forEach([...wires.values()], (wire) => messageEvent("message.sent", wire)))
+    return final.map((record): SettledMessage => ({ record, settled: settled.has(record.id), wire: wires.get(record.id) ?? null }))
+  })
+
+  /** Fails messages still pending whose fate is settled without a transport's answer (never handed to it). */
+  const failPending = (tenantId: string, ids: ReadonlyArray<string>, error: MessageError, at: string) =>
+    messages.settlePending(tenantId, ids.map((id) => ({
+      id,
+      external_id: null,
+      status: "failed" as const,
+      error,
+      sent_at: null,
+      delivered_at: null,
+      read_at: null,
+      failed_at: at,
+      updated_at: at
+    })))
+
+  /** Deletes messages still pending that were never handed to their transport and will be made again. */
+  const dropPending = (tenantId: string, ids: ReadonlyArray<string>) => messages.deletePending(tenantId, ids)
+
+  return { recordPendingMany, settle, failPending, dropPending }
+}
+
+/** The outbound lifecycle's operations. */
+export type OutboundLifecycle = ReturnType<typeof makeOutboundLifecycle>
