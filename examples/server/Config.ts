@@ -12,7 +12,7 @@ export interface HostConfig {
   readonly workers: number
   /** `OMNI_OUTBOUND_ALLOW`: private CIDRs or `host:port` pairs outbound requests may reach. */
   readonly outboundAllow: ReadonlyArray<string>
-  /** `OMNI_LEASE_SECONDS`: how long a worker's claim on a delivery lasts before another may take it. */
+  /** `OMNI_LEASE_SECONDS`: how long a worker's claim (deliveries, inbound payloads, campaigns) lasts before another may take it. */
   readonly leaseSeconds: number
   /** `OMNI_CHATAPP_GRAPH_URL`: the operator's Graph API base, version included; unset: the simulator. */
   readonly chatappGraphUrl: string | undefined

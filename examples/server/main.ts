@@ -75,7 +75,10 @@ const main = async () => {
       "notifications@omnichannel-core.local",
       clock === undefined ? undefined : () => new Date(clock.nowMillis())
     ),
+    // One lease for all background work: a crashed process's claims are taken over once it lapses.
     dispatch: { leaseSeconds: config.leaseSeconds },
+    inbound: { leaseSeconds: config.leaseSeconds },
+    campaigns: { leaseSeconds: config.leaseSeconds },
     retentionDays: config.retentionDays,
     emailParseConcurrency: config.emailParseConcurrency,
     // JSON log lines on stdout, one per request too; traces and logs over OTLP when OTEL_* ask for it.

@@ -59,6 +59,7 @@ import { flowRoutes } from "../flows/FlowRoutes.ts"
 import { FlowService } from "../flows/FlowService.ts"
 import { teamChatRoutes } from "../team-chat/TeamChatRoutes.ts"
 import { TeamChatService } from "../team-chat/TeamChatService.ts"
+import { CampaignSettings, DEFAULT_CAMPAIGN_ENGINE } from "../campaigns/CampaignEngine.ts"
 import { CampaignService } from "../campaigns/CampaignService.ts"
 import { listRoutes } from "../lists/ListRoutes.ts"
 import { ListService } from "../lists/ListService.ts"
@@ -301,6 +302,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       ...(options.downloads?.ttlSeconds === undefined ? {} : { ttlSeconds: options.downloads.ttlSeconds })
     })),
     Layer.succeed(InboundSettingsService, { ...DEFAULT_INBOUND_SETTINGS, ...options.inbound }),
+    Layer.succeed(CampaignSettings, { ...DEFAULT_CAMPAIGN_ENGINE, ...options.campaigns }),
     Layer.succeed(ReceivedEmailSettings, { parseConcurrency }),
     Layer.succeed(RetentionSettings, { ...RetentionSettings.defaultValue(), ...(retentionDays === undefined ? {} : { days: retentionDays }) })
   )

@@ -1,5 +1,6 @@
 import type { Clock, Layer } from "effect"
 import type { ApiHandlerOptions } from "../http/ApiHandler.ts"
+import type { CampaignEngineSettings } from "../campaigns/CampaignEngine.ts"
 import type { InboundSettings } from "../inbound/InboundProcessor.ts"
 import type { BlobStore } from "../ports/BlobStore.ts"
 import type { ChannelProvider } from "../ports/ChannelProviders.ts"
@@ -59,6 +60,8 @@ export interface OmnichannelOptions<E> extends ApiHandlerOptions {
   readonly downloads?: { readonly secret?: string; readonly path?: string; readonly ttlSeconds?: number }
   /** Overrides of the inbound processor's batch size, lease and tries. */
   readonly inbound?: Partial<InboundSettings>
+  /** Overrides of the campaign engine's claim size, lease, round size and recipients in flight. */
+  readonly campaigns?: Partial<CampaignEngineSettings>
   /**
    * Received emails read and stored at once in this process; default 2. The others wait their turn,
    * none is refused. Each holds its headers and bodies and one of its files at a time (the email's

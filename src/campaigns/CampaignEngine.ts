@@ -1,4 +1,4 @@
-import { Clock, Effect, Option } from "effect"
+import { Clock, Context, Duration, Effect, Option, Semaphore } from "effect"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import { openKey } from "../conversations/ConversationService.ts"
 import { type MessageService, type OutboundOutcome, pendingMessage } from "../messages/MessageService.ts"
@@ -6,6 +6,7 @@ import type { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type { MessageError, MessageRecord } from "../ports/MessageStore.ts"
 import type { SendingLimitService } from "../channels/SendingLimitService.ts"
+import type { ThroughputService } from "../channels/ThroughputService.ts"
 import type { TemplateService } from "../templates/TemplateService.ts"
 import { inJobSpan } from "../kernel/TraceContext.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
@@ -18,12 +19,16 @@ import { type AudienceDeps, assignBatches, materialize, planBatches } from "./Ca
 import { limitOf } from "./CampaignWarmup.ts"
 import type { WarmupCheck } from "./Campaign.ts"
 import { acknowledgementHolds } from "./Pacing.ts"
+import { columnsOf, type RoundFacts as RoundFinishedFacts, stateOf, transition } from "./CampaignMachine.ts"
 
 /** How the campaign engine works. */
 export interface CampaignEngineSettings {
   /** Campaigns one claim takes. */
   readonly batchSize: number
-  /** How long a claim holds a campaign. */
+  /**
+   * How long a claim holds a campaign; a crashed holder's campaign is taken over once it lapses. A
+   * round hands nobody over past half of it (the rest goes in the next round), so it ends in time.
+   */
   readonly leaseSeconds: number
   /** Recipients handed to the operator per campaign and round. */
   readonly sendPage: number
@@ -35,14 +40,19 @@ export interface CampaignEngineSettings {
   readonly concurrency: number
 }
 
-/** The defaults: 4 campaigns a claim, held 5 minutes, 1,000 recipients a round, 64 in flight (32 a transaction). */
-export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 300, sendPage: 1000, concurrency: 64 }
+/** The defaults: 4 campaigns a claim, held 2 minutes, 1,000 recipients a round, 64 in flight (32 a transaction). */
+export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 1000, concurrency: 64 }
 
-// The operator's code for a number restricted for quality or spam: the campaign pauses.
-const QUALITY_RESTRICTED_CODE = 131048
+/** The campaign engine's settings (a host sets the lease with the rest of its background work). */
+export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnichannel-core/campaigns/CampaignSettings", {
+  defaultValue: () => DEFAULT_CAMPAIGN_ENGINE
+})
+
 const WINDOW_MS = 24 * 60 * 60 * 1000
 /** After the operator's rate limit (throughput or pair), the next round waits this long. */
 const RETRY_RATE_LIMITED_MS = 1_000
+/** After the operator's pair limit (too fast to one recipient, 131056), the next round waits this long. */
+const RETRY_PAIR_MS = 6_000
 /** After an operator failure of the moment (5xx, timeout), the next round waits this long. */
 const RETRY_TRANSIENT_MS = 30_000
 const RETRY_LIMIT_MS = 60_000
@@ -54,6 +64,12 @@ interface RoundFacts {
   backoffMs: number | null
   /** The number is restricted for quality: the campaign pauses. */
   restricted: boolean
+  /** The backoff is the number's throughput (the operator's 130429): the campaign shows `throughput`. */
+  throughputHeld: boolean
+  /** Nobody is handed over after this time (ms), so the round ends well within its lease. */
+  readonly handUntilMs: number
+  /** Recipients were due but left for the next round at `handUntilMs`. */
+  cutShort: boolean
 }
 
 /** One recipient's send and what came of it. */
@@ -98,8 +114,8 @@ export interface EngineDeps extends AudienceDeps {
   readonly messages: MessageService["Service"]
   readonly conversations: ConversationService["Service"]
   readonly platform: ChatPlatform["Service"]
-  /** Waits for the number's next send slot (its throughput, shared by every process sending through it). */
-  readonly pace: (tenantId: string, channelId: string) => Effect.Effect<void, StorageError>
+  /** Each number's send slots, at its throughput, shared by every process sending through it. */
+  readonly throughput: ThroughputService["Service"]
   /** The template each number sends (by index of `channel_ids`): the campaign's, or its twin adopted there. */
   readonly templateFor: (campaign: CampaignRecord) => Effect.Effect<ReadonlyArray<string | null>, StorageError>
 }
@@ -256,6 +272,11 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
     const handOver = (slice: ReadonlyArray<CampaignRecipientRecord>) =>
       transactor.withTransaction(Effect.gen(function*() {
         const at = fromMillis(yield* Clock.currentTimeMillis)
+        if (facts.backoffMs !== null || facts.restricted) return new Map<number, { readonly message: MessageRecord; readonly to: string }>()
+        if ((yield* Clock.currentTimeMillis) > facts.handUntilMs) {
+          facts.cutShort = true
+          return new Map<number, { readonly message: MessageRecord; readonly to: string }>()
+        }
         // Paused (or otherwise stopped) since the round began: nobody more is handed over.
         const now = yield* store.get(tenantId, campaign.id)
         if (Option.isNone(now) || now.value.status !== "sending") return new Map<number, { readonly message: MessageRecord; readonly to: string }>()
@@ -302,23 +323,50 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
         return handed
       }))
 
+    // The number's send slots, reserved a few at a time and taken in order by the sends.
+    const pacing = yield* Semaphore.make(1)
+    let slots: Array<number> = []
+    const pace = Effect.gen(function*() {
+      const atNs = yield* pacing.withPermits(1)(Effect.gen(function*() {
+        if (slots.length === 0) {
+          const grant = yield* deps.throughput.acquire(tenantId, channelId, due.length)
+          const base = Number(yield* Clock.monotonicTimeNanos)
+          slots = Array.from({ length: grant.count }, (_, i) => base + i * grant.spacingMs * 1e6)
+        }
+        return slots.shift()!
+      }))
+      const waitMs = (atNs - Number(yield* Clock.monotonicTimeNanos)) / 1e6
+      if (waitMs >= 1) yield* Effect.sleep(Duration.millis(Math.floor(waitMs)))
+    })
+
     const sendOne = (recipient: CampaignRecipientRecord, item: { readonly message: MessageRecord; readonly to: string }) =>
       Effect.gen(function*() {
         if (facts.backoffMs !== null || facts.restricted) {
           return { recipient, message: item.message, outcome: { _tag: "retry" }, at: fromMillis(yield* Clock.currentTimeMillis) } satisfies SendResult
         }
-        yield* deps.pace(tenantId, channelId)
+        // The number's slot could not be had (the database failed): not sent, so back to pending.
+        const paced = yield* Effect.result(pace)
+        if (paced._tag === "Failure") {
+          facts.backoffMs = Math.max(facts.backoffMs ?? 0, RETRY_TRANSIENT_MS)
+          return { recipient, message: item.message, outcome: { _tag: "retry" }, at: fromMillis(yield* Clock.currentTimeMillis) } satisfies SendResult
+        }
         const answer = yield* Effect.result(deps.platform.sendMessage(send.credentials, item.to, send.operatorMessage))
         const at = fromMillis(yield* Clock.currentTimeMillis)
         if (answer._tag === "Success") {
           return { recipient, message: item.message, outcome: { _tag: "sent", externalId: answer.success.messageId }, at } satisfies SendResult
         }
         const error = answer.failure
-        if (error.kind === "rate_limited" || error.kind === "transient") {
-          facts.backoffMs = Math.max(facts.backoffMs ?? 0, error.kind === "rate_limited" ? RETRY_RATE_LIMITED_MS : RETRY_TRANSIENT_MS)
+        // The number above its throughput (130429): every sender of the number holds off a second.
+        if (error.kind === "rate_limited") {
+          facts.throughputHeld = true
+          yield* deps.throughput.penalize(tenantId, channelId, RETRY_RATE_LIMITED_MS)
+        }
+        if (error.kind === "rate_limited" || error.kind === "pair_rate_limited" || error.kind === "transient") {
+          const wait = error.kind === "rate_limited" ? RETRY_RATE_LIMITED_MS : error.kind === "pair_rate_limited" ? RETRY_PAIR_MS : RETRY_TRANSIENT_MS
+          facts.backoffMs = Math.max(facts.backoffMs ?? 0, wait)
           return { recipient, message: item.message, outcome: { _tag: "retry" }, at } satisfies SendResult
         }
-        if (error.code === QUALITY_RESTRICTED_CODE) {
+        if (error.kind === "quality_restricted") {
           facts.restricted = true
           return { recipient, message: item.message, outcome: { _tag: "retry" }, at } satisfies SendResult
         }
@@ -415,7 +463,13 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       if (mine.length === perChannel && due.length === mine.length) full = true
       if (due.length > 0) pages.push({ channelId, templateId: templates[index] ?? null, due })
     }
-    const facts: RoundFacts = { backoffMs: null, restricted: false }
+    const facts: RoundFacts = {
+      backoffMs: null,
+      throughputHeld: false,
+      restricted: false,
+      handUntilMs: (yield* Clock.currentTimeMillis) + settings.leaseSeconds * 500,
+      cutShort: false
+    }
     yield* Effect.forEach(pages, ({ channelId, due, templateId }) => sendPage(campaign, channelId, templateId, due, facts), {
       concurrency: "unbounded",
       discard: true
@@ -425,26 +479,27 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
 
     const endMs = yield* Clock.currentTimeMillis
     const end = fromMillis(endMs)
-    // Only while still sending, and only the columns a round owns: a pause that landed meanwhile stands.
-    const settle = (set: Partial<CampaignRecord>) =>
-      store.transition(campaign.tenant_id, campaign.id, { expected: ["sending"], set: { ...set, updated_at: end } })
-    if (restricted) {
-      return yield* settle({ status: "paused", throttle_reason: "quality_restricted", paused_at: end, next_run_at: null })
+    // The machine decides what the round leads to; the write changes only the columns it names, and
+    // only while the campaign is still sending: a pause that landed meanwhile stands.
+    const decided = !restricted && !((full || facts.cutShort) && !retry) && !retry && !limited
+    const pendingLeft = !decided ||
+      (yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", { plannedBy: null, afterSeq: null, limit: 1 })).length > 0
+    const upcoming = decided && pendingLeft
+      ? (yield* store.batchesOf(campaign.tenant_id, campaign.id)).map((b) => Date.parse(b.starts_at)).filter((t) => t > endMs)
+      : []
+    const round: RoundFinishedFacts = {
+      restricted,
+      backoff: retry ? { afterMs: facts.backoffMs!, throughput: facts.throughputHeld } : null,
+      limited,
+      fullPage: full || facts.cutShort,
+      pendingLeft,
+      nextBatchAt: upcoming.length === 0 ? null : Math.min(...upcoming)
     }
-    if (full && !retry) return yield* settle({ throttle_reason: null, next_run_at: end })
-    if (retry) return yield* settle({ next_run_at: fromMillis(endMs + facts.backoffMs!) })
-    if (limited) {
-      return yield* settle({ throttle_reason: "chatapp_messaging_limit" as ThrottleReason, next_run_at: fromMillis(endMs + RETRY_LIMIT_MS) })
+    const { intents } = transition(stateOf(campaign), { _tag: "RoundFinished", now: endMs, round })
+    for (const intent of intents) {
+      if (intent._tag !== "Write") continue
+      yield* store.transition(campaign.tenant_id, campaign.id, { expected: intent.expected, set: { ...columnsOf(intent.set), updated_at: end } })
     }
-    const left = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", { plannedBy: null, afterSeq: null, limit: 1 })
-    if (left.length === 0) {
-      return yield* settle({ status: "completed", throttle_reason: null, completed_at: end, next_run_at: null })
-    }
-    const upcoming = (yield* store.batchesOf(campaign.tenant_id, campaign.id))
-      .map((b) => Date.parse(b.starts_at))
-      .filter((t) => t > endMs)
-    const nextAt = upcoming.length === 0 ? endMs : Math.min(...upcoming)
-    return yield* settle({ throttle_reason: "daily_batch_limit", next_run_at: fromMillis(nextAt) })
   })
 
   const processOne = (campaign: CampaignRecord, holder: string) =>

@@ -151,7 +151,7 @@ export interface CampaignTransition {
 }
 
 /** How long recipients held by a number's messaging limit wait before the next look. */
-export const MESSAGING_LIMIT_RECHECK_MS = 60_000
+const MESSAGING_LIMIT_RECHECK_MS = 60_000
 
 const ALLOWED: Readonly<Record<CampaignCommand, { readonly from: ReadonlyArray<CampaignStatus>; readonly phrase: string }>> = {
   send: { from: ["draft", "scheduled"], phrase: "only a draft or scheduled campaign can be sent" },

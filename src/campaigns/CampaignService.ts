@@ -1,11 +1,12 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { SendingLimitService } from "../channels/SendingLimitService.ts"
+import { ThroughputService } from "../channels/ThroughputService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ListService } from "../lists/ListService.ts"
 import { TemplateService } from "../templates/TemplateService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
-import { MessageService } from "../messages/MessageService.ts"
+import { MessageService, nextOutboundStatus } from "../messages/MessageService.ts"
 import { ChatPlatform } from "../ports/ChatPlatform.ts"
 import { type ChannelUnavailable, Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
@@ -26,7 +27,7 @@ import {
   type WarmupCheck
 } from "./Campaign.ts"
 import { assignBatches, estimateAudience } from "./CampaignAudience.ts"
-import { DEFAULT_CAMPAIGN_ENGINE, type EngineDeps, makeCampaignJob } from "./CampaignEngine.ts"
+import { CampaignSettings, type EngineDeps, makeCampaignJob } from "./CampaignEngine.ts"
 import { type CampaignEvent, columnsOf, conflictMessage, type Refusal, stateOf, transition, withFacts } from "./CampaignMachine.ts"
 import { planPending, type Plans } from "./CampaignPlan.ts"
 import { makeWarmupCheck, shareOf } from "./CampaignWarmup.ts"
@@ -34,8 +35,6 @@ import { checkCampaignShape } from "./CampaignRules.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Campaign ${id} not found` })
 
-// Recipient states only move forward with the operator's statuses.
-const RANK: Readonly<Record<RecipientState, number>> = { pending: 0, sending: 1, sent: 2, delivered: 3, read: 4, failed: 5, skipped: 6 }
 
 type Transition = { readonly warmup_acknowledged?: boolean }
 
@@ -146,9 +145,9 @@ export class CampaignService extends Context.Service<CampaignService, {
         messages: yield* MessageService,
         conversations: yield* ConversationService,
         platform: yield* ChatPlatform,
-        pace: () => Effect.void
+        throughput: yield* ThroughputService
       }
-      const job = makeCampaignJob(deps, DEFAULT_CAMPAIGN_ENGINE)
+      const job = makeCampaignJob(deps, yield* CampaignSettings)
 
       const record = Effect.fnUntraced(function*(tenantId: string, id: string) {
         const found = yield* store.get(tenantId, id)
@@ -277,10 +276,11 @@ export class CampaignService extends Context.Service<CampaignService, {
             for (const { event } of unsettled) {
               const move = moves.get(event.externalId)
               if (move === undefined) continue
-              if (RANK[event.status] <= RANK[move.state] && event.status !== "failed") continue
-              if (move.state === "failed" || move.state === "skipped") continue
-              move.error = event.status === "failed" ? (event.error?.message ?? "failed") : move.error
-              move.state = event.status
+              // The message's own forward-only rule: `failed` after `delivered` or `read` moves neither.
+              const next = nextOutboundStatus(move.state, event.status)
+              if (next === null) continue
+              move.error = next === "failed" ? (event.error?.message ?? "failed") : move.error
+              move.state = next
               move.changed = true
             }
             const changed = [...moves.values()].filter((move) => move.changed)

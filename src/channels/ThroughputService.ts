@@ -90,12 +90,26 @@ export class ThroughputService extends Context.Service<ThroughputService, {
         return perSecond
       })
 
+      // The time slots are reserved in: the clock's, moved on by real (monotonic) time while the clock
+      // stands still, as a host's manual test clock does, so a frozen clock never stalls a paced
+      // sender. With a wall clock the two agree to the millisecond.
+      let still: { readonly clockMs: number; readonly monoNs: bigint } | undefined
+      const pacingNowMs = Effect.gen(function*() {
+        const clockMs = yield* Clock.currentTimeMillis
+        const monoNs = yield* Clock.monotonicTimeNanos
+        if (still === undefined || still.clockMs !== clockMs) {
+          still = { clockMs, monoNs }
+          return clockMs
+        }
+        return clockMs + Math.floor(Number(monoNs - still.monoNs) / 1e6)
+      })
+
       const acquire = Effect.fn("ThroughputService.acquire")(function*(tenantId: string, channelId: string, n: number) {
         const perSecond = yield* rate(tenantId, channelId)
         const intervalUs = slotMicrosOf(perSecond)
         const count = Math.max(1, Math.min(Math.floor(n), reservationSizeOf(perSecond)))
         while (true) {
-          const nowMs = yield* Clock.currentTimeMillis
+          const nowMs = yield* pacingNowMs
           const got = yield* slots.reserve(tenantId, channelId, {
             count,
             intervalUs,
@@ -116,7 +130,7 @@ export class ThroughputService extends Context.Service<ThroughputService, {
         rate,
         acquire,
         penalize: Effect.fn("ThroughputService.penalize")(function*(tenantId: string, channelId: string, ms: number) {
-          const nowMs = yield* Clock.currentTimeMillis
+          const nowMs = yield* pacingNowMs
           yield* slots.holdUntil(tenantId, channelId, Math.ceil((nowMs + Math.max(0, ms)) * 1000))
         }),
         setRate: Effect.fn("ThroughputService.setRate")(function*(tenantId: string, channelId: string, perSecond: number | null) {

@@ -40,6 +40,7 @@ export { Message } from "./Message.ts"
 export { MAX_MEDIA_BYTES } from "./ChatappInbound.ts"
 export type { OutgoingMessage, ReceivedMessage } from "./MessageRecording.ts"
 export { type OutboundDraft, type OutboundOutcome, pendingMessage } from "./OutboundLifecycle.ts"
+export { nextOutboundStatus } from "./MessageStatusMachine.ts"
 
 /** A message another area composed, ready for the operator. */
 export interface OutboundDelivery {

@@ -41,3 +41,25 @@ export const applyStatus = (state: StatusState, report: StatusReport): { readonl
     changed: true
   }
 }
+
+/**
+ * Where a reported status takes an outbound message's status alone (for records that follow a
+ * message without its times, such as a campaign's recipient): the same forward-only rule as
+ * `applyStatus`; null when it does not move. `pending` and `sending` are both "not yet sent".
+ */
+export const nextOutboundStatus = (
+  current: "pending" | "sending" | "sent" | "delivered" | "read" | "failed" | "skipped",
+  reported: StatusReport["status"]
+): StatusReport["status"] | null => {
+  if (current === "skipped") return null
+  const state: StatusState = {
+    status: current === "sending" ? "pending" : current,
+    sent_at: null,
+    delivered_at: null,
+    read_at: null,
+    failed_at: null,
+    error: null
+  }
+  const next = applyStatus(state, { status: reported, at: "", error: null })
+  return next.state.status === state.status ? null : next.state.status as StatusReport["status"]
+}

@@ -3,6 +3,7 @@ import { type ChatappHost, startChatappHost, type Tenant } from "../support/Chat
 import { type FakeGraph, type FakeGraphRequest, graphError } from "../support/FakeGraph.ts"
 import { type HostProcess, http } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import { waitUntil } from "../support/Poll.ts"
 import type { Message } from "../../src/messages/MessageService.ts"
 
 // Sending adopted templates and the operator's template status webhooks, seen from outside: the host
@@ -172,6 +173,121 @@ describe.each(hostBackends)("sending templates and their status webhooks on the 
       expect(stored.body.failed_at).not.toBeNull()
       const events = (await api("GET", "/events?type=message.sent&page_size=100")).body.items as Array<any>
       expect(events.some((e) => e.data.message.id === stored.body.id)).toBe(false)
+    })
+  })
+
+  // Issue 28, "no lost updates": what a template send writes while it waits on the operator, and
+  // the conversation it opens, seen from outside.
+  describe("no lost updates", () => {
+    const advance = async (seconds: number) => {
+      const moved = await http(host.url, "POST", "/_test/clock/advance", { body: { seconds } })
+      expect(moved.status).toBe(200)
+    }
+    const clockSeconds = async () => Math.floor(Date.parse((await http(host.url, "GET", "/_test/clock")).body.now) / 1000)
+    let inbound = 0
+    /** The contact `from` (digits) writes `body` to the number: a signed webhook, processed. */
+    const received = async (from: string, body: string) => {
+      const timestamp = String(await clockSeconds())
+      await webhook(JSON.stringify({
+        object: "whatsapp_business_account",
+        entry: [{
+          id: WABA_ID,
+          changes: [{
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { display_phone_number: "15551234567", phone_number_id: PHONE_NUMBER_ID },
+              contacts: [{ profile: { name: "Maria" }, wa_id: from }],
+              messages: [{ from, id: `wamid.INBOUND${String(++inbound).padStart(6, "0")}`, timestamp, type: "text", text: { body } }]
+            }
+          }]
+        }]
+      }))
+      await drain()
+    }
+    /** Every event of `type`, oldest first. */
+    const events = async (type: string) => {
+      const items: Array<any> = []
+      for (let page = 1;; page++) {
+        const got = await api("GET", `/events?type=${type}&page_size=100&page=${page}`)
+        expect(got.status).toBe(200)
+        items.push(...got.body.items)
+        if (!got.body.has_more) return items
+      }
+    }
+    const conversationsOf = async (contactId: string) => (await api("GET", `/conversations?contact_id=${contactId}`)).body.items as Array<any>
+
+    it("a message received while a template send waits on the operator keeps the window it opened; a free-form reply then goes out", async () => {
+      const template = await orderTemplate()
+      const contact = await newContact()
+      const from = contact.phone.replace("+", "")
+      // The contact wrote more than a day ago: the window is closed, only a template reaches them.
+      await received(from, "Is my order on its way?")
+      const [conversation, ...others] = await conversationsOf(contact.id)
+      expect(others).toEqual([])
+      await advance(25 * 3600)
+      const closed = await api("POST", "/messages", { conversation_id: conversation.id, text: "Yes, it is." })
+      expect(closed.status).toBe(422)
+      expect(closed.body.detail[0].type).toBe("customer_service_window_closed")
+
+      // The operator holds its answer to the template send until the test lets it go.
+      let release!: () => void
+      const held = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      graph.scriptRecipient(from, {
+        json: { messaging_product: "whatsapp", contacts: [{ input: from, wa_id: from }], messages: [{ id: "wamid.HELDTEMPLATE000001" }] },
+        after: held
+      })
+      const from0 = mark()
+      const sending = api("POST", `/chatapp-templates/${template.id}/send`, {
+        contact_id: contact.id,
+        channel_id: channelId,
+        variable_values: ["Maria", "#A-7", "A-7"]
+      })
+      try {
+        await waitUntil("the operator received the template send", () => sends(from0).length === 1)
+        // While the send is in flight the contact writes again: the window opens.
+        await advance(60)
+        await received(from, "Any news?")
+      } finally {
+        release()
+      }
+      const messages = (await api("GET", `/messages?conversation_id=${conversation.id}&page_size=100`)).body.items as Array<Message>
+      const latest = messages.filter((m) => m.direction === "inbound").at(-1)!
+      expect(latest.text).toBe("Any news?")
+      const sent = await sending
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+      expect(sent.body).toMatchObject({ status: "sent", conversation_id: conversation.id, external_id: "wamid.HELDTEMPLATE000001" })
+
+      // The send wrote only its own times: the window the received message opened stands.
+      const after = await api("GET", `/conversations/${conversation.id}`)
+      expect(after.body).toMatchObject({ status: "open", last_inbound_at: latest.created_at })
+      expect(Date.parse(after.body.last_message_at)).toBeGreaterThanOrEqual(Date.parse(latest.created_at))
+      await advance(60)
+      const reply = await api("POST", "/messages", { conversation_id: conversation.id, text: "It ships today." })
+      expect(reply.status, JSON.stringify(reply.body)).toBe(201)
+      expect(reply.body).toMatchObject({ direction: "outbound", message_type: "text", status: "sent" })
+    })
+
+    it("a template send to a contact with no conversation opens one, announced by conversation.created naming the stored conversation", async () => {
+      const template = await orderTemplate()
+      const contact = await newContact()
+      expect(await conversationsOf(contact.id)).toEqual([])
+      const sent = await api("POST", `/chatapp-templates/${template.id}/send`, {
+        contact_id: contact.id,
+        channel_id: channelId,
+        variable_values: ["Maria", "#A-8", "A-8"]
+      })
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201)
+      const announced = (await events("conversation.created")).filter((e) => e.data.conversation.contact_id === contact.id)
+      expect(announced).toHaveLength(1)
+      const event = announced[0].data.conversation
+      expect(event).toMatchObject({ id: sent.body.conversation_id, contact_id: contact.id, channel_id: channelId, status: "open" })
+      const stored = await api("GET", `/conversations/${event.id}`)
+      expect(stored.status).toBe(200)
+      expect(stored.body).toMatchObject({ id: event.id, contact_id: contact.id, channel_id: channelId, status: "open", created_at: event.created_at })
+      expect((await conversationsOf(contact.id)).map((c) => c.id)).toEqual([event.id])
     })
   })
 

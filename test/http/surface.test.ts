@@ -2,6 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { routes } from "../../src/app/Omnichannel.ts"
 import type { Bootstrapped } from "../../src/auth/Operator.ts"
+import { bodyIsOptional } from "../../src/http/Route.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -71,6 +72,53 @@ describe("request bodies", () => {
       headers: { authorization: `Bearer ${owner.api_key}` },
       body: new Uint8Array(new TextEncoder().encode(JSON.stringify({ name: "Ada" })))
     })
+    expect(answer.status).toBe(415)
+  })
+
+  // Routes whose body requires no field: a request may leave the body out entirely (`POST /campaigns/{id}/resume`).
+  const optional = routes.filter((route) => route.body !== undefined && bodyIsOptional(route.body))
+  const UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+  it("knows which bodies are optional: those whose every field may be left out", () => {
+    expect(optional.map((route) => `${route.method} ${route.path}`).sort()).toEqual([
+      "PATCH /campaigns/{campaign_id}",
+      "PATCH /contacts/{contact_id}",
+      "PATCH /lists/{list_id}",
+      "PATCH /webhook-endpoints/{webhook_id}",
+      "POST /campaigns/{campaign_id}/resume",
+      "POST /campaigns/{campaign_id}/send",
+      "POST /contacts"
+    ])
+  })
+
+  it.each(optional.map((route) => [`${route.method} ${route.path}`, route] as const))(
+    "%s takes a request with no body and no Content-Type, read as {}",
+    async (_, route) => {
+      const answer = await send(`/api/v1${route.path.replace(/\{\w+\}/g, UNKNOWN)}`, {
+        method: route.method,
+        headers: { authorization: `Bearer ${owner.api_key}` }
+      })
+      // Past the body: the route's own answer for {} (an unknown id, or a contact with nothing to hold).
+      if (route.path.includes("{")) expect(answer.status, JSON.stringify(answer.body)).toBe(404)
+      else expect(answer.body).toEqual({ detail: [{ loc: ["body"], msg: "Give at least one of name, phone or email", type: "missing" }] })
+    }
+  )
+
+  it("reads an optional body sent empty as JSON as {}, and still answers 415 for a body that is there but not JSON", async () => {
+    const resume = (init: RequestInit) =>
+      send(`/api/v1/campaigns/${UNKNOWN}/resume`, { method: "POST", ...init, headers: { authorization: `Bearer ${owner.api_key}`, ...init.headers } })
+    expect((await resume({ headers: { "content-type": "application/json" }, body: "" })).status).toBe(404)
+    expect((await resume({ headers: { "content-type": "application/json" }, body: " \n" })).status).toBe(404)
+    expect(await resume({ headers: { "content-type": "text/plain" }, body: "{}" })).toMatchObject({
+      status: 415,
+      body: { detail: "Content-Type must be application/json" }
+    })
+    expect((await resume({ body: new TextEncoder().encode("{}") })).status).toBe(415)
+    expect((await resume({ headers: { "content-type": "application/json" }, body: "{" })).body.detail[0]).toMatchObject({ type: "json_invalid" })
+  })
+
+  it("still answers 415 to a request without a body where the body is required", async () => {
+    const answer = await send("/api/v1/lists", { method: "POST", headers: { authorization: `Bearer ${owner.api_key}` } })
     expect(answer.status).toBe(415)
   })
 
@@ -236,6 +284,8 @@ describe("GET /api/v1/openapi.json", () => {
       expect(Object.keys(schema.properties).length).toBeGreaterThan(0)
       // The handler rejects unknown fields, so the document must not invite them.
       expect(schema.additionalProperties).toBe(false)
+      // A body whose every field is optional may be left out.
+      expect((operation.requestBody as { readonly required?: boolean }).required).toBe(!bodyIsOptional(route.body))
     }
   })
 

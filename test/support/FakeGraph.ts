@@ -28,6 +28,11 @@ export interface FakeAnswer {
   readonly headers?: Readonly<Record<string, string>>
   /** Never answers: the client's timeout ends the exchange. */
   readonly hang?: boolean
+  /**
+   * Answers only once this settles (the request is recorded on arrival): an operator answer held
+   * for exactly as long as a test needs, so something else can happen while the call is in flight.
+   */
+  readonly after?: Promise<unknown>
 }
 
 /** A media object the fake serves: `GET /{id}` hands out a fresh download URL each time. */
@@ -348,6 +353,12 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       const scripted = scripts.find((s) => s.method === request.method && s.answers.length > 0 && s.pattern.test(request.path))
       const answer = forRecipient?.shift() ?? scripted?.answers.shift() ?? defaultAnswer(request)
       if (answer.hang === true) return
+      if (answer.after !== undefined) {
+        void answer.after.then(() => {
+          if (!res.destroyed) respond(answer)
+        })
+        return
+      }
       const delay = isSend(request) ? options.messageDelayMs ?? 0 : 0
       if (delay > 0) {
         setTimeout(() => {

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { applyStatus, type StatusReport, type StatusState } from "../../../src/messages/MessageStatusMachine.ts"
+import { applyStatus, nextOutboundStatus, type StatusReport, type StatusState } from "../../../src/messages/MessageStatusMachine.ts"
 
 const at = (n: number) => new Date(Date.UTC(2026, 10, 26, 12, 0, n)).toISOString()
 const pending: StatusState = { status: "pending", sent_at: null, delivered_at: null, read_at: null, failed_at: null, error: null }
@@ -88,5 +88,26 @@ describe("random orders and repeats of statuses", () => {
       // Applying the same reports again changes nothing.
       expect(run(s, rs)).toEqual(s)
     }), { numRuns: 2000 })
+  })
+})
+
+describe("a record that follows a message by its status alone (a campaign's recipient)", () => {
+  it("ends where its message ends, whatever the order and repeats of the statuses", () => {
+    const statuses = fc.array(fc.constantFrom("sent", "delivered", "read", "failed") as fc.Arbitrary<StatusReport["status"]>, { maxLength: 12 })
+    fc.assert(fc.property(fc.constantFrom("pending", "sending") as fc.Arbitrary<"pending" | "sending">, statuses, (start, list) => {
+      let follower: Parameters<typeof nextOutboundStatus>[0] = start
+      for (const status of list) follower = nextOutboundStatus(follower, status) ?? follower
+      const message = run(pending, list.map((status, n) => report(status, n)))
+      expect(follower === "sending" ? "pending" : follower).toBe(message.status)
+    }), { numRuns: 2000, seed: 28 })
+  })
+
+  it("failed after read or delivered moves nothing; a skipped recipient never moves", () => {
+    expect(nextOutboundStatus("read", "failed")).toBeNull()
+    expect(nextOutboundStatus("delivered", "failed")).toBeNull()
+    expect(nextOutboundStatus("sent", "failed")).toBe("failed")
+    expect(nextOutboundStatus("sending", "delivered")).toBe("delivered")
+    expect(nextOutboundStatus("read", "delivered")).toBeNull()
+    expect(nextOutboundStatus("skipped", "sent")).toBeNull()
   })
 })

@@ -243,7 +243,8 @@ describe("the series registered at start", () => {
     expect(total("omni_webhook_endpoints_suspended")).toBe(1)
     expect(total("omni_inbound_payloads_received_total")).toBe(10)
     expect(total("omni_inbound_payloads_processed_total")).toBe(6)
-    expect(total("omni_operator_errors_total")).toBe(42)
+    // 6 operations × 9 error kinds.
+    expect(total("omni_operator_errors_total")).toBe(54)
     expect(total("omni_campaign_recipients_total")).toBe(7)
     expect(total("omni_summaries_total")).toBe(4)
     expect(total("omni_credits_charged_total")).toBe(1)
