@@ -239,14 +239,14 @@ describe.each(hostBackends)("sending templates and their status webhooks on the 
         json: { messaging_product: "whatsapp", contacts: [{ input: from, wa_id: from }], messages: [{ id: "wamid.HELDTEMPLATE000001" }] },
         after: held
       })
-      const from0 = mark()
+      const before = mark()
       const sending = api("POST", `/chatapp-templates/${template.id}/send`, {
         contact_id: contact.id,
         channel_id: channelId,
         variable_values: ["Maria", "#A-7", "A-7"]
       })
       try {
-        await waitUntil("the operator received the template send", () => sends(from0).length === 1)
+        await waitUntil("the operator received the template send", () => sends(before).length === 1)
         // While the send is in flight the contact writes again: the window opens.
         await advance(60)
         await received(from, "Any news?")

@@ -18,6 +18,8 @@ const databases = testDatabases.filter((database) => database.name === "sqlite-m
 
 /** The append that fails, as a database gone away would. */
 const OUTBOX_DOWN = new StorageError({ reason: "Unavailable", message: "the outbox is unreachable (injected)" })
+/** A caller's own failure after it opened conversations in its transaction. */
+const CALLER_FAILED = new StorageError({ reason: "Unknown", message: "the caller failed after opening (injected)" })
 
 describe.each(databases)("a new conversation and its conversation.created ($name)", (database) => {
   let test: TestApp
@@ -34,7 +36,7 @@ describe.each(databases)("a new conversation and its conversation.created ($name
    */
   const withService = <A, E>(
     outbox: "failing" | "working",
-    use: (conversations: ConversationService["Service"]) => Effect.Effect<A, E>
+    use: (conversations: ConversationService["Service"]) => Effect.Effect<A, E, Transactor>
   ) =>
     test.app.run(Effect.exit(Effect.gen(function*() {
       const real = yield* OutboxStore
@@ -55,9 +57,9 @@ describe.each(databases)("a new conversation and its conversation.created ($name
     const events = await test.app.run(OutboxStore.use((s) => s.listByTenant(tenantId, { limit: 10_000, type: "conversation.created" })))
     return events.filter((e) => (e.data as { conversation: { contact_id: string } }).conversation.contact_id === contactId)
   }
-  const failedWithOutboxDown = (exit: Exit.Exit<unknown, unknown>) => {
+  const failedWith = (exit: Exit.Exit<unknown, unknown>, error: StorageError) => {
     expect(Exit.isFailure(exit)).toBe(true)
-    if (Exit.isFailure(exit)) expect(Cause.squash(exit.cause)).toBe(OUTBOX_DOWN)
+    if (Exit.isFailure(exit)) expect(Cause.squash(exit.cause)).toBe(error)
   }
 
   it("openFor: the event's append failing leaves no conversation; once it works, both are stored, the event naming the row", async () => {
@@ -65,7 +67,7 @@ describe.each(databases)("a new conversation and its conversation.created ($name
     const contactId = randomUUID()
     const open = (conversations: ConversationService["Service"]) => conversations.openFor({ tenantId, channelId, contactId })
 
-    failedWithOutboxDown(await withService("failing", open))
+    failedWith(await withService("failing", open), OUTBOX_DOWN)
     expect(await conversationsOf(contactId)).toEqual([])
     expect(await test.app.run(ConversationStore.use((s) => s.findOpen(tenantId, channelId, contactId)))).toEqual(Option.none())
     expect(await announcedFor(contactId)).toEqual([])
@@ -86,12 +88,16 @@ describe.each(databases)("a new conversation and its conversation.created ($name
 
   it("startThread: the event's append failing leaves no email thread", async () => {
     const contactId = randomUUID()
-    failedWithOutboxDown(await withService("failing", (conversations) =>
-      conversations.startThread({ tenantId, channelId: randomUUID(), contactId, subject: "Your order" })))
+    failedWith(
+      await withService("failing", (conversations) => conversations.startThread({ tenantId, channelId: randomUUID(), contactId, subject: "Your order" })),
+      OUTBOX_DOWN
+    )
     expect(await conversationsOf(contactId)).toEqual([])
     expect(await announcedFor(contactId)).toEqual([])
   })
 
+  // The contract the other two rest on (it held before the fix too): inside a caller's transaction
+  // nothing is committed on its own.
   it("openFor and openForMany join the caller's transaction: it failing after them keeps neither conversations nor events", async () => {
     const channelId = randomUUID()
     const [one, two, three] = [randomUUID(), randomUUID(), randomUUID()]
@@ -100,16 +106,18 @@ describe.each(databases)("a new conversation and its conversation.created ($name
         yield* conversations.openFor({ tenantId, channelId, contactId: one })
         const many = yield* conversations.openForMany(tenantId, [{ channelId, contactId: two }, { channelId, contactId: three }])
         expect([...many.keys()].sort()).toEqual([openKey(channelId, two), openKey(channelId, three)].sort())
-        return yield* Effect.fail(OUTBOX_DOWN)
+        return yield* Effect.fail(CALLER_FAILED)
       })))
-    failedWithOutboxDown(failedAfter)
+    failedWith(failedAfter, CALLER_FAILED)
     for (const contactId of [one, two, three]) {
       expect(await conversationsOf(contactId)).toEqual([])
       expect(await announcedFor(contactId)).toEqual([])
     }
     // The batch form with its own append failing, in its caller's transaction: nothing either.
-    failedWithOutboxDown(await withService("failing", (conversations) =>
-      inTransaction(conversations.openForMany(tenantId, [{ channelId, contactId: two }]))))
+    failedWith(
+      await withService("failing", (conversations) => inTransaction(conversations.openForMany(tenantId, [{ channelId, contactId: two }]))),
+      OUTBOX_DOWN
+    )
     expect(await conversationsOf(two)).toEqual([])
   })
 })
