@@ -213,6 +213,10 @@ export const openPostgres = (connectionString: string, options: { readonly max?:
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
+    // Named statements are parsed once but planned at each run, for the table as it is then: a plan
+    // kept from the first runs (generic plans, made while a table was nearly empty and never made
+    // again without ANALYZE) walked the whole conversations table for every batch it updated.
+    options: "-c plan_cache_mode=force_custom_plan",
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>
         types.get(oid) ?? pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser

@@ -40,8 +40,8 @@ export interface CampaignEngineSettings {
   readonly concurrency: number
 }
 
-/** The defaults: 4 campaigns a claim, held 2 minutes, 1,000 recipients a round, 64 in flight (32 a transaction). */
-export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 1000, concurrency: 64 }
+/** The defaults: 4 campaigns a claim, held 2 minutes, 1,000 recipients a round, 96 in flight (32 a transaction). */
+export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 1000, concurrency: 96 }
 
 /** The campaign engine's settings (a host sets the lease with the rest of its background work). */
 export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnichannel-core/campaigns/CampaignSettings", {
@@ -49,13 +49,21 @@ export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnic
 })
 
 const WINDOW_MS = 24 * 60 * 60 * 1000
-/** After the operator's rate limit (throughput or pair), the next round waits this long. */
-const RETRY_RATE_LIMITED_MS = 1_000
+/** After the operator's throughput limit (130429), the number's sends hold this long, in every process. */
+const RETRY_RATE_LIMITED_MS = 250
 /** After the operator's pair limit (too fast to one recipient, 131056), the next round waits this long. */
 const RETRY_PAIR_MS = 6_000
 /** After an operator failure of the moment (5xx, timeout), the next round waits this long. */
 const RETRY_TRANSIENT_MS = 30_000
 const RETRY_LIMIT_MS = 60_000
+/** Recipients handed over, and their answers written back, per transaction. */
+const HAND_OVER_GROUP = 32
+/** The sliding window a number's rate is counted in by the operator, with a margin for the way there (ns). */
+const WINDOW_NS = 1_015_000_000
+/** The share of a number's rate sent within any such window from one process. */
+const WINDOW_SHARE = 0.98
+/** A send slot this close (ms) goes at once: timers cannot wait less than a millisecond or two. */
+const EARLY_MS = 3
 const INTERRUPTED = "interrupted while being handed to the operator; not sent again, so it is never sent twice"
 
 /** What a round learnt from the operator's answers. */
@@ -176,6 +184,9 @@ export const launch = (deps: EngineDeps, campaign: CampaignRecord, startMs: numb
  */
 export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettings = DEFAULT_CAMPAIGN_ENGINE) => {
   const { store, transactor } = deps
+  // Each number's latest sends from this process (monotonic ns), at most its rate of them, and that rate.
+  const recentSends = new Map<string, Array<{ atNs: number }>>()
+  const rateOf = new Map<string, number>()
 
   const save = (campaign: CampaignRecord, changes: Partial<CampaignRecord>, at: string) =>
     Effect.as(store.update(campaign.tenant_id, { ...campaign, ...changes, updated_at: at }), { ...campaign, ...changes, updated_at: at })
@@ -324,20 +335,34 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       }))
 
     // The number's send slots, reserved a few at a time and taken in order by the sends.
+    // The number's send slots, reserved a few at a time and taken in order by the sends; and, in this
+    // process, never more sends of the number within any second than its rate (a send late after a
+    // stall is not followed by a burst that the operator would count against the number).
     const pacing = yield* Semaphore.make(1)
     let slots: Array<number> = []
-    const pace = Effect.gen(function*() {
-      const atNs = yield* pacing.withPermits(1)(Effect.gen(function*() {
-        if (slots.length === 0) {
-          const grant = yield* deps.throughput.acquire(tenantId, channelId, due.length)
-          const base = Number(yield* Clock.monotonicTimeNanos)
-          slots = Array.from({ length: grant.count }, (_, i) => base + i * grant.spacingMs * 1e6)
-        }
-        return slots.shift()!
-      }))
-      const waitMs = (atNs - Number(yield* Clock.monotonicTimeNanos)) / 1e6
-      if (waitMs >= 1) yield* Effect.sleep(Duration.millis(Math.floor(waitMs)))
-    })
+    const pace = pacing.withPermits(1)(Effect.gen(function*() {
+      if (slots.length === 0) {
+        const grant = yield* deps.throughput.acquire(tenantId, channelId, due.length)
+        const base = Number(yield* Clock.monotonicTimeNanos)
+        slots = Array.from({ length: grant.count }, (_, i) => base + i * grant.spacingMs * 1e6)
+        rateOf.set(channelKey, grant.perSecond)
+      }
+      const slot = slots.shift()!
+      const window = recentSends.get(channelKey) ?? []
+      // A little under the rate within any second, for sends that leave together after a stall.
+      const perWindow = Math.max(1, Math.floor((rateOf.get(channelKey) ?? 1) * WINDOW_SHARE))
+      const oldest = window.length >= perWindow ? window[window.length - perWindow]!.atNs : Number.NEGATIVE_INFINITY
+      const startNs = Math.max(slot, oldest + WINDOW_NS)
+      // Timers are coarse: a slot a few milliseconds ahead goes now, the window still holding the rate.
+      const waitMs = (startNs - Number(yield* Clock.monotonicTimeNanos)) / 1e6
+      if (waitMs >= EARLY_MS || (waitMs > 0 && startNs !== slot)) yield* Effect.sleep(Duration.millis(Math.ceil(waitMs)))
+      const sent = { atNs: Number(yield* Clock.monotonicTimeNanos) }
+      window.push(sent)
+      if (window.length > perWindow) window.splice(0, window.length - perWindow)
+      recentSends.set(channelKey, window)
+      return sent
+    }))
+    const channelKey = `${tenantId} ${channelId}`
 
     const sendOne = (recipient: CampaignRecipientRecord, item: { readonly message: MessageRecord; readonly to: string }) =>
       Effect.gen(function*() {
@@ -350,7 +375,13 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
           facts.backoffMs = Math.max(facts.backoffMs ?? 0, RETRY_TRANSIENT_MS)
           return { recipient, message: item.message, outcome: { _tag: "retry" }, at: fromMillis(yield* Clock.currentTimeMillis) } satisfies SendResult
         }
+        // Refused meanwhile for the number's throughput: this one waits for the next round too.
+        if (facts.backoffMs !== null || facts.restricted) {
+          return { recipient, message: item.message, outcome: { _tag: "retry" }, at: fromMillis(yield* Clock.currentTimeMillis) } satisfies SendResult
+        }
         const answer = yield* Effect.result(deps.platform.sendMessage(send.credentials, item.to, send.operatorMessage))
+        // Counted in the window from its answer: it reached the operator no later, even after a stall.
+        paced.success.atNs = Number(yield* Clock.monotonicTimeNanos)
         const at = fromMillis(yield* Clock.currentTimeMillis)
         if (answer._tag === "Success") {
           return { recipient, message: item.message, outcome: { _tag: "sent", externalId: answer.success.messageId }, at } satisfies SendResult
@@ -362,7 +393,8 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
           yield* deps.throughput.penalize(tenantId, channelId, RETRY_RATE_LIMITED_MS)
         }
         if (error.kind === "rate_limited" || error.kind === "pair_rate_limited" || error.kind === "transient") {
-          const wait = error.kind === "rate_limited" ? RETRY_RATE_LIMITED_MS : error.kind === "pair_rate_limited" ? RETRY_PAIR_MS : RETRY_TRANSIENT_MS
+          // The number's hold lives in its shared slots: the next round may start at once and waits there.
+          const wait = error.kind === "rate_limited" ? 0 : error.kind === "pair_rate_limited" ? RETRY_PAIR_MS : RETRY_TRANSIENT_MS
           facts.backoffMs = Math.max(facts.backoffMs ?? 0, wait)
           return { recipient, message: item.message, outcome: { _tag: "retry" }, at } satisfies SendResult
         }
@@ -373,9 +405,9 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
         return { recipient, message: item.message, outcome: { _tag: "failed", error }, at } satisfies SendResult
       })
 
-    // Two groups at a time: one's sends in flight while the other is handed over or written back, so
-    // at most a window of recipients (`concurrency`) is ever handed over and not yet settled.
-    const group = Math.max(1, Math.floor(settings.concurrency / 2))
+    // Groups of 32 (at most half the window) side by side: some in flight while others are handed
+    // over or written back, so at most `concurrency` recipients are ever handed over and not settled.
+    const group = Math.max(1, Math.min(HAND_OVER_GROUP, Math.floor(settings.concurrency / 2)))
     yield* Effect.forEach(chunksOf(due, group), (slice) =>
       Effect.gen(function*() {
         const handed = yield* handOver(slice)
@@ -384,7 +416,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
           concurrency: "unbounded"
         })
         yield* writeOutcomes(campaign, results)
-      }), { concurrency: 2, discard: true })
+      }), { concurrency: Math.max(2, Math.floor(settings.concurrency / group)), discard: true })
   })
 
   // A group of the operator's answers, written in one transaction: the messages settled (sent with

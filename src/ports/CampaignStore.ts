@@ -161,8 +161,10 @@ export class CampaignStore extends Context.Service<CampaignStore, {
   /** Whether the campaign already has a recipient for the contact (duplicate skipping). */
   readonly hasRecipient: (tenantId: string, campaignId: string, contactId: string) => Effect.Effect<boolean, StorageError>
   /**
-   * Up to `limit` recipients in `state` planned at or before `plannedBy` (null: whenever planned), by `seq`;
-   * only those through `channelId` when it is given (so one number held back never starves another).
+   * Up to `limit` recipients in `state` planned at or before `plannedBy` (null: whenever planned):
+   * after `afterSeq` by `seq` (a keyset page), or, with `plannedBy` and no `afterSeq`, the earliest
+   * planned first, then by `seq`; only those through `channelId` when it is given (so one number
+   * held back never starves another).
    */
   readonly recipientsIn: (
     tenantId: string,

@@ -652,8 +652,9 @@ export const campaignStoreSuite: Suite<CampaignPorts, CampaignTables> = makeSuit
           sent,
           unplanned
         ])
+        // Due by day one: the earliest planned first (the unplanned one keeps its earlier time), then by seq.
         expect(seqs(await recipientsIn(h, tenant.id, campaign.id, "pending", { plannedBy: dayOne })))
-          .toEqual([...pending.slice(0, 700).map((r) => r.seq), unplanned.seq])
+          .toEqual([unplanned.seq, ...pending.slice(0, 700).map((r) => r.seq)])
       })
 
       it("finds a recipient by the operator's id on its channel, and none on another channel or for an unknown id", async () => {

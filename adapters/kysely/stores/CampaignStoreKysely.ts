@@ -272,7 +272,10 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
           if (page.plannedBy !== null) select = select.where("planned_at", "<=", page.plannedBy)
           if (page.afterSeq !== null) select = select.where("seq", ">", page.afterSeq)
           if (page.channelId !== undefined) select = select.where("channel_id", "=", page.channelId)
-          return select.orderBy("seq").limit(page.limit).execute()
+          // Due ones in the index's own order (planned time, then seq), so a round reads its page and
+          // stops, however many are pending; a keyset page goes by seq.
+          return (page.plannedBy !== null && page.afterSeq === null ? select.orderBy("planned_at").orderBy("seq") : select.orderBy("seq"))
+            .limit(page.limit).execute()
         }).pipe(Effect.map((rows) => rows.map(recipientFromRow))),
       updateRecipient: (recipient) => {
         const { tenant_id, campaign_id, seq, ...changes } = recipient

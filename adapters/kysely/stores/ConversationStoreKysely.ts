@@ -58,15 +58,23 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
         SELECT ${CONVERSATION_COLUMNS.map((c) => `r.${c}`).join(", ")} FROM ${rows} WHERE true
         ON CONFLICT (tenant_id, channel_id, contact_id) WHERE status = 'open' AND kind = 'chat' DO NOTHING RETURNING id`
     })
-    // Both keys through the partial unique index (its literal terms, for SQLite's planner); the caller
-    // keeps the pairs it asked for.
+    // Each pair looked up alone through the partial unique index (its literal terms, for SQLite's
+    // planner): with both keys as lists, PostgreSQL matched only the tenant in the index and filtered
+    // every open conversation of the tenant, each batch. A LATERAL subquery with a LIMIT (a pair has
+    // at most one open chat) is never pulled up into a hash join, so it is a lookup per pair through
+    // `conversations_open_by_contact`, the only index not led by the tenant (compared on the row: with
+    // stale statistics an index led by it looked as good and was walked whole); SQLite reads the batch
+    // once (`LIMIT -1`) and looks each pair up.
     const openOf = jsonBatch({
       dialect,
       name: "conversations-open-of",
       columns: ["channel_id", "contact_id"],
-      template: (_rows, keyIn) =>
-        `SELECT * FROM conversations WHERE tenant_id = $2 AND ${keyIn("channel_id")} AND ${keyIn("contact_id")}
-        AND status = 'open' AND kind = 'chat'`
+      template: (rows) =>
+        dialect === "postgres"
+          ? `SELECT c.* FROM ${rows} CROSS JOIN LATERAL (SELECT * FROM conversations WHERE contact_id = r.contact_id
+            AND channel_id = r.channel_id AND ${filterOnly("tenant_id")} = $2 AND status = 'open' AND kind = 'chat' LIMIT 1) AS c`
+          : `SELECT c.* FROM ${rows} JOIN conversations AS c ON c.tenant_id = $2 AND c.channel_id = r.channel_id
+            AND c.contact_id = r.contact_id WHERE c.status = 'open' AND c.kind = 'chat'`
     })
     // Each time only forward: a note older than what is stored changes nothing.
     const later = (column: string, value: string) =>
@@ -89,7 +97,9 @@ export const conversationStoreLayer: Layer.Layer<ConversationStore, never, Kysel
           const look = async (pairs: ReadonlyArray<ConversationRecord>) => {
             const wanted = new Set(pairs.map(keyOf))
             const rows = await openOf.run<ConversationsTable>(db, pairs.map(({ channel_id, contact_id }) => ({ channel_id, contact_id })), [tenantId])
-            return rows.filter((row) => wanted.has(keyOf(row))).map(fromRow)
+            // A pair asked twice is found twice: each conversation once.
+            const seen = new Set<string>()
+            return rows.filter((row) => wanted.has(keyOf(row)) && !seen.has(row.id) && seen.add(row.id) !== undefined).map(fromRow)
           }
           const found = await look(candidates)
           const open = new Set(found.map(keyOf))
