@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Option, Semaphore } from "effect"
+import { Clock, Context, Data, Duration, Effect, Option, Semaphore } from "effect"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import { openKey } from "../conversations/ConversationService.ts"
 import { type MessageService, type OutboundOutcome, pendingMessage } from "../messages/MessageService.ts"
@@ -13,13 +13,13 @@ import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
-import type { CampaignRecipientRecord, CampaignRecord, RecipientState, ThrottleReason } from "../ports/CampaignStore.ts"
+import type { CampaignRecipientRecord, CampaignRecord, RecipientState } from "../ports/CampaignStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
-import { type AudienceDeps, assignBatches, materialize, planBatches } from "./CampaignAudience.ts"
+import { type AudienceDeps, assignBatches, materialize } from "./CampaignAudience.ts"
 import { limitOf } from "./CampaignWarmup.ts"
 import type { WarmupCheck } from "./Campaign.ts"
-import { acknowledgementHolds } from "./Pacing.ts"
-import { columnsOf, type RoundFacts as RoundFinishedFacts, stateOf, transition } from "./CampaignMachine.ts"
+import { columnsOf, type RoundFacts as RoundFinishedFacts, stateOf, transition, withFacts } from "./CampaignMachine.ts"
+import { planPending, type Plans } from "./CampaignPlan.ts"
 
 /** How the campaign engine works. */
 export interface CampaignEngineSettings {
@@ -40,8 +40,8 @@ export interface CampaignEngineSettings {
   readonly concurrency: number
 }
 
-/** The defaults: 4 campaigns a claim, held 2 minutes, 1,000 recipients a round, 96 in flight (32 a transaction). */
-export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 1000, concurrency: 96 }
+/** The defaults: 4 campaigns a claim, held 2 minutes, 4,000 recipients a round, 96 in flight (32 a transaction). */
+export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 4000, concurrency: 96 }
 
 /** The campaign engine's settings (a host sets the lease with the rest of its background work). */
 export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnichannel-core/campaigns/CampaignSettings", {
@@ -129,51 +129,8 @@ export interface EngineDeps extends AudienceDeps {
 }
 
 
-/**
- * Plans the batches of a started campaign from `startMs` and sets it sending: each number's
- * remaining recipients in `seq` order, from `startDays` (after a resume, the next day's index).
- */
-export const launch = (deps: EngineDeps, campaign: CampaignRecord, startMs: number, startDays: ReadonlyArray<number>) =>
-  Effect.gen(function*() {
-    const { store } = deps
-    const counts = campaign.channel_ids.map(() => 0)
-    const index = new Map(campaign.channel_ids.map((id, i) => [id, i]))
-    let after: number | null = null
-    for (;;) {
-      const page: ReadonlyArray<CampaignRecipientRecord> = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", {
-        plannedBy: null,
-        afterSeq: after,
-        limit: 1000
-      })
-      if (page.length === 0) break
-      for (const r of page) {
-        const i = r.channel_id === null ? undefined : index.get(r.channel_id)
-        if (i !== undefined) counts[i]!++
-      }
-      after = page.at(-1)!.seq
-    }
-    const limits = yield* Effect.forEach(campaign.channel_ids, (id) => Effect.map(limitOf(deps.limits, campaign.tenant_id, id), (l) => l.limit))
-    const planned = planBatches(campaign, counts, limits, startMs, startDays)
-    const at = fromMillis(startMs)
-    if (!planned.ok) {
-      yield* Effect.logWarning(`campaign ${campaign.id} cannot be planned: ${planned.reason}`)
-      const paused: CampaignRecord = { ...campaign, status: "paused", throttle_reason: null, paused_at: at, next_run_at: null, updated_at: at }
-      yield* store.update(campaign.tenant_id, paused)
-      return paused
-    }
-    yield* assignBatches(store, campaign, planned.plans)
-    const sending: CampaignRecord = {
-      ...campaign,
-      status: "sending",
-      throttle_reason: null,
-      started_at: campaign.started_at ?? at,
-      paused_at: null,
-      next_run_at: at,
-      updated_at: at
-    }
-    yield* store.update(campaign.tenant_id, sending)
-    return sending
-  })
+/** The campaign changed since it was claimed: the start's writes are rolled back. */
+class LostRace extends Data.TaggedError("LostRace")<{}> {}
 
 /**
  * The background job that sends campaigns: claims due ones with a lease (processes share them),
@@ -188,35 +145,42 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
   const recentSends = new Map<string, Array<{ atNs: number }>>()
   const rateOf = new Map<string, number>()
 
-  const save = (campaign: CampaignRecord, changes: Partial<CampaignRecord>, at: string) =>
-    Effect.as(store.update(campaign.tenant_id, { ...campaign, ...changes, updated_at: at }), { ...campaign, ...changes, updated_at: at })
-
   // Reading the audience, the exact warm-up check and the plan commit together: a crash leaves the
   // campaign as it was, to start again. Each number's limit is read from the operator first, never
-  // inside the transaction.
+  // inside the transaction. The machine decides; its writes hold only while the campaign still has the
+  // status it was claimed with, so a pause that landed meanwhile stands and the audience read is
+  // rolled back with the lost write.
   const start = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
     const at = fromMillis(nowMs)
     yield* Effect.forEach(campaign.channel_ids, (id) => limitOf(deps.limits, campaign.tenant_id, id, true), { discard: true })
-    return yield* transactor.withTransaction(Effect.gen(function*() {
+    const started = yield* transactor.withTransaction(Effect.gen(function*() {
       const found = yield* materialize(deps, campaign, at)
-      const started: CampaignRecord = { ...campaign, audience_size: found.reachable, started_at: at, updated_at: at }
-      const check = yield* deps.warmup(started, (i) => found.perChannel[i] ?? 0, nowMs).pipe(
+      const read: CampaignRecord = { ...campaign, audience_size: found.reachable, started_at: at }
+      const check = yield* deps.warmup(read, (i) => found.perChannel[i] ?? 0, nowMs).pipe(
         Effect.orElseSucceed(() => ({ requires_acknowledgement: false, channels: [] }) as WarmupCheck)
       )
-      const confirmed = started.warmup_acknowledged_at !== null &&
-        acknowledgementHolds(started.warmup_acknowledged_audience ?? 0, found.reachable)
-      if (check.requires_acknowledgement && !confirmed) {
-        return yield* save(started, {
-          status: "paused",
-          throttle_reason: "warmup_acknowledgement_required",
-          paused_at: at,
-          next_run_at: null,
-          warmup_acknowledged_at: null,
-          warmup_acknowledged_audience: null
-        }, at)
+      const state = stateOf(campaign)
+      const event = { _tag: "AudienceRead", now: nowMs, audience: found.reachable, warmupRequired: check.requires_acknowledgement } as const
+      let step = transition(state, event)
+      let plans: Plans | null = null
+      if (step.intents.some((intent) => intent._tag === "Plan")) {
+        const planned = yield* planPending({ store, limits: deps.limits }, read, nowMs, "first_day")
+        plans = planned.ok ? planned.plans : null
+        step = transition(state, withFacts(event, { plan: planned.ok ? { ok: true } : { ok: false, reason: planned.reason } }))
       }
-      return yield* launch(deps, started, nowMs, started.channel_ids.map(() => 0))
-    }))
+      for (const intent of step.intents) {
+        if (intent._tag === "Write") {
+          const won = yield* store.transition(campaign.tenant_id, campaign.id, { expected: intent.expected, set: { ...columnsOf(intent.set), updated_at: at } })
+          if (!won) return yield* Effect.fail(new LostRace())
+        } else if (intent._tag === "AssignPlan" && plans !== null) {
+          yield* assignBatches(store, read, plans)
+        } else if (intent._tag === "Warn") {
+          yield* Effect.logWarning(`campaign ${campaign.id} cannot be planned: ${intent.message}`)
+        }
+      }
+      return true
+    })).pipe(Effect.catchTag("LostRace", () => Effect.succeed(false)))
+    return started ? Option.getOrElse(yield* store.get(campaign.tenant_id, campaign.id), () => campaign) : campaign
   })
 
   // Recipients a dead worker had handed over: their outcome is unknown, so they are never sent again;

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { SendingLimitService } from "../channels/SendingLimitService.ts"
-import type { CampaignRecipientRecord, CampaignRecord, CampaignStore } from "../ports/CampaignStore.ts"
+import type { CampaignRecord, CampaignStore } from "../ports/CampaignStore.ts"
 import { planBatches } from "./CampaignAudience.ts"
 import { limitOf } from "./CampaignWarmup.ts"
 
@@ -10,26 +10,12 @@ export interface PlanDeps {
   readonly limits: SendingLimitService["Service"]
 }
 
-/** Each number's pending recipients, counted a page at a time (by index of `channel_ids`). */
+/** Each number's pending recipients (by index of `channel_ids`), counted in one statement. */
 const pendingPerChannel = (store: CampaignStore["Service"], campaign: CampaignRecord) =>
-  Effect.gen(function*() {
-    const counts = campaign.channel_ids.map(() => 0)
-    const index = new Map(campaign.channel_ids.map((id, i) => [id, i]))
-    let after: number | null = null
-    for (;;) {
-      const page: ReadonlyArray<CampaignRecipientRecord> = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "pending", {
-        plannedBy: null,
-        afterSeq: after,
-        limit: 1000
-      })
-      if (page.length === 0) return counts
-      for (const r of page) {
-        const i = r.channel_id === null ? undefined : index.get(r.channel_id)
-        if (i !== undefined) counts[i]!++
-      }
-      after = page.at(-1)!.seq
-    }
-  })
+  Effect.map(store.batchCounts(campaign.tenant_id, campaign.id), (counts) =>
+    campaign.channel_ids.map((channelId) =>
+      counts.filter((c) => c.channel_id === channelId && c.state === "pending").reduce((sum, c) => sum + c.n, 0)
+    ))
 
 /**
  * Each number's next batch day: the one after the last day that handed anybody to the operator (a
