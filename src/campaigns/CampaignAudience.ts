@@ -226,7 +226,12 @@ export const assignBatches = (
         beyond.push(recipient)
         return []
       })
-      yield* store.replanRecipients(tenantId, campaign.id, assigned)
+      // Only those whose batch changes: a campaign without split sending keeps what it was read with.
+      const byseq = new Map(page.map((recipient) => [recipient.seq, recipient]))
+      yield* store.replanRecipients(tenantId, campaign.id, assigned.filter(({ batch_day, planned_at, seq }) => {
+        const now = byseq.get(seq)!
+        return now.batch_day !== batch_day || now.planned_at !== planned_at
+      }))
       if (beyond.length > 0) {
         const at = fromMillis(yield* Clock.currentTimeMillis)
         skipped += beyond.length

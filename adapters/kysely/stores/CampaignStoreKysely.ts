@@ -268,13 +268,20 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
       // Keyset by seq, through campaign_recipients_tenant_state_idx.
       recipientsIn: (tenantId, campaignId, state, page) =>
         query(connection, (db) => {
-          let select = recipients(db, tenantId, campaignId).selectAll().where("state", "=", state)
+          const due = page.plannedBy !== null && page.afterSeq === null
+          // A keyset page walks the primary key (campaign, seq) from `afterSeq` and stops at `limit`:
+          // the tenant and state compared on the row, so no index led by them (and not in seq order)
+          // is read whole and sorted for every page.
+          let select = due
+            ? recipients(db, tenantId, campaignId).selectAll().where("state", "=", state)
+            : db.selectFrom("campaign_recipients").selectAll().where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
+              .where("campaign_id", "=", campaignId).where(sql.raw(filterOnly("state")), "=", state)
           if (page.plannedBy !== null) select = select.where("planned_at", "<=", page.plannedBy)
           if (page.afterSeq !== null) select = select.where("seq", ">", page.afterSeq)
           if (page.channelId !== undefined) select = select.where("channel_id", "=", page.channelId)
           // Due ones in the index's own order (planned time, then seq), so a round reads its page and
           // stops, however many are pending; a keyset page goes by seq.
-          return (page.plannedBy !== null && page.afterSeq === null ? select.orderBy("planned_at").orderBy("seq") : select.orderBy("seq"))
+          return (due ? select.orderBy("planned_at").orderBy("seq") : select.orderBy("seq"))
             .limit(page.limit).execute()
         }).pipe(Effect.map((rows) => rows.map(recipientFromRow))),
       updateRecipient: (recipient) => {
