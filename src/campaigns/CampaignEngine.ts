@@ -103,6 +103,18 @@ const messageErrorOf = (error: ChatPlatformError): MessageError => ({
 const recipientStateOf = (message: MessageRecord): RecipientState =>
   message.status === "delivered" || message.status === "read" || message.status === "failed" ? message.status : "sent"
 
+/** A pending recipient failed before anything was handed to the operator for it. */
+const failedUnsent = (recipient: CampaignRecipientRecord, error: string, at: string) => ({
+  seq: recipient.seq,
+  expected: "pending" as const,
+  state: "failed" as const,
+  handed_at: null,
+  message_id: null,
+  external_id: null,
+  error,
+  updated_at: at
+})
+
 const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
   const out: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
@@ -218,17 +230,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
   ) {
     const tenantId = campaign.tenant_id
     const startAt = fromMillis(yield* Clock.currentTimeMillis)
-    const failAll = (error: string) =>
-      store.settleRecipients(tenantId, campaign.id, due.map((r) => ({
-        seq: r.seq,
-        expected: "pending" as const,
-        state: "failed" as const,
-        handed_at: null,
-        message_id: null,
-        external_id: null,
-        error,
-        updated_at: startAt
-      })))
+    const failAll = (error: string) => store.settleRecipients(tenantId, campaign.id, due.map((r) => failedUnsent(r, error, startAt)))
     if (templateId === null) return yield* failAll("no approved template of the campaign on this number")
     // Checked and rendered once for the whole page.
     const prepared = yield* Effect.result(deps.templates.prepareSend(tenantId, templateId, {
@@ -278,16 +280,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
             error: null,
             updated_at: at
           })),
-          ...unreachable.map((r) => ({
-            seq: r.seq,
-            expected: "pending" as const,
-            state: "failed" as const,
-            handed_at: null,
-            message_id: null,
-            external_id: null,
-            error: "The contact has no phone number",
-            updated_at: at
-          }))
+          ...unreachable.map((r) => failedUnsent(r, "The contact has no phone number", at))
         ])
         // A recipient no longer pending (settled by another writer) is not sent; its message goes.
         const lost = [...handed.entries()].filter(([seq]) => !moved.has(seq))

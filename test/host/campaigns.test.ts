@@ -1070,28 +1070,34 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
   // hand its whole page to the operator and end with a whole-row save of the campaign it had read;
   // now it hands nobody over once paused and its end writes only while the campaign is `sending`.
   // Runs before the kill below, on a number of its own, while this describe's host is alive.
-  it("a pause landing while a round is sending stands: nobody more is handed over, nobody is lost, and resumed the rest goes out once each", async () => {
-    const PAUSED_NUMBER_ID = "106540352291002"
-    const PAUSED_AUDIENCE = 400
+  /** A campaign of `audience` new contacts on a new number of its own, ready to send. */
+  const campaignOnNewNumber = async (numberId: string, name: string, audience: number, phonePrefix: string) => {
     const ok = async (method: string, path: string, body?: unknown, status = 200) => {
       const answer = await h.api(method, path, body)
       expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(status)
       return answer.body
     }
-    const channel_id = await connectChannel(h, h.tenant, "chatapp", { phone_number_id: PAUSED_NUMBER_ID, business_account_id: WABA_ID })
+    const channel_id = await connectChannel(h, h.tenant, "chatapp", { phone_number_id: numberId, business_account_id: WABA_ID })
     const adopted = await ok("POST", "/chatapp-templates/library/adopt", { channel_id, library_template_name: "verification_code_1" }, 201)
-    const list = await ok("POST", "/lists", { name: "Paused mid-round" }, 201)
-    const contacts = range(0, PAUSED_AUDIENCE).map((n) => ({ name: `P${n}`, phone: `+4917300${String(n).padStart(5, "0")}` }))
+    const list = await ok("POST", "/lists", { name }, 201)
+    const contacts = range(0, audience).map((n) => ({ name: `${name} ${n}`, phone: `${phonePrefix}${String(n).padStart(5, "0")}` }))
     await ok("POST", "/contacts/import", { contacts, list_ids: [list.id], optin_confirmed: true })
     const { id } = await ok("POST", "/campaigns", {
-      name: "Paused mid-round",
+      name,
       channel_ids: [channel_id],
       template_id: adopted.id,
       variable_values: ["482913"],
       audience: { list_ids: [list.id] }
     }, 201)
     const received = () =>
-      h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${PAUSED_NUMBER_ID}/messages`).map((r) => String((r.json as any).to))
+      h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${numberId}/messages`).map((r) => String((r.json as any).to))
+    return { ok, id, contacts, received }
+  }
+
+  it("a pause landing while a round is sending stands: nobody more is handed over, nobody is lost, and resumed the rest goes out once each", async () => {
+    const PAUSED_NUMBER_ID = "106540352291002"
+    const PAUSED_AUDIENCE = 400
+    const { ok, id, contacts, received } = await campaignOnNewNumber(PAUSED_NUMBER_ID, "Paused mid-round", PAUSED_AUDIENCE, "+4917300")
     const stats = () => ok("GET", `/campaigns/${id}/statistics`)
 
     // The host's own worker sends; the pause lands once the operator has the round's first sends.
@@ -1140,25 +1146,7 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
   it("a pause landing while a round starts stands: nobody is sent, and resumed everyone goes out once", async () => {
     const NUMBER_ID = "106540352291003"
     const AUDIENCE = 300
-    const ok = async (method: string, path: string, body?: unknown, status = 200) => {
-      const answer = await h.api(method, path, body)
-      expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(status)
-      return answer.body
-    }
-    const channel_id = await connectChannel(h, h.tenant, "chatapp", { phone_number_id: NUMBER_ID, business_account_id: WABA_ID })
-    const adopted = await ok("POST", "/chatapp-templates/library/adopt", { channel_id, library_template_name: "verification_code_1" }, 201)
-    const list = await ok("POST", "/lists", { name: "Paused at start" }, 201)
-    const contacts = range(0, AUDIENCE).map((n) => ({ name: `S${n}`, phone: `+4917400${String(n).padStart(5, "0")}` }))
-    await ok("POST", "/contacts/import", { contacts, list_ids: [list.id], optin_confirmed: true })
-    const { id } = await ok("POST", "/campaigns", {
-      name: "Paused at start",
-      channel_ids: [channel_id],
-      template_id: adopted.id,
-      variable_values: ["482913"],
-      audience: { list_ids: [list.id] }
-    }, 201)
-    const received = () =>
-      h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${NUMBER_ID}/messages`).map((r) => String((r.json as any).to))
+    const { ok, id, contacts, received } = await campaignOnNewNumber(NUMBER_ID, "Paused at start", AUDIENCE, "+4917400")
     const limitReads = () => h.graph.requests().filter((r) => r.method === "GET" && r.path === `/${NUMBER_ID}`).length
     // Scheduled a minute ahead, so the engine starts it only when the test moves the clock.
     const now = Date.parse((await http(h.host.url, "GET", "/_test/clock")).body.now)
