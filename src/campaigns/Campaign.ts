@@ -137,6 +137,11 @@ export const CampaignStatistics = Schema.Struct({
     planned_size: Schema.Int,
     starts_at: Schema.String,
     sent: Schema.Int
+  })),
+  /** Each number's sends a second (its throughput level's, or what the host set): the pace it is sent at. */
+  throughput: Schema.Array(Schema.Struct({
+    channel_id: Schema.String,
+    per_second: Schema.Int
   }))
 })
 /** Response of `GET /campaigns/{id}/statistics`. */

@@ -133,6 +133,7 @@ export class CampaignService extends Context.Service<CampaignService, {
           }))
       })
 
+      const throughput = yield* ThroughputService
       const deps: EngineDeps = {
         store,
         transactor,
@@ -145,7 +146,7 @@ export class CampaignService extends Context.Service<CampaignService, {
         messages: yield* MessageService,
         conversations: yield* ConversationService,
         platform: yield* ChatPlatform,
-        throughput: yield* ThroughputService
+        throughput
       }
       const job = makeCampaignJob(deps, yield* CampaignSettings)
 
@@ -415,7 +416,9 @@ export class CampaignService extends Context.Service<CampaignService, {
               sent: perBatch
                 .filter((c) => c.channel_id === b.channel_id && c.day === b.day && (c.state === "sent" || c.state === "delivered" || c.state === "read"))
                 .reduce((sum, c) => sum + c.n, 0)
-            }))
+            })),
+            throughput: yield* Effect.forEach(campaign.channel_ids, (channelId) =>
+              Effect.map(throughput.rate(tenantId, channelId), (perSecond) => ({ channel_id: channelId, per_second: perSecond })))
           }
         }),
         statusHandler,

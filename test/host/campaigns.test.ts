@@ -406,7 +406,9 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
         status: "completed",
         audience_size: 3,
         recipients: { pending: 0, sending: 0, sent: 3, delivered: 0, read: 0, failed: 0, skipped: 0 },
-        skipped_by_reason: {}
+        skipped_by_reason: {},
+        // The number reports the operator's default throughput level: 80 sends a second.
+        throughput: [{ channel_id: channel.crud, per_second: 80 }]
       })
     })
 
