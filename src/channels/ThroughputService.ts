@@ -1,10 +1,13 @@
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { makeNumberPacer, type NumberPacer, type NumberWindow } from "./NumberPacer.ts"
 import { InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { ChannelStore } from "../ports/ChannelStore.ts"
 import { SendingLimitStore } from "../ports/SendingLimitStore.ts"
 import { SendRateStore } from "../ports/SendRateStore.ts"
 import { MAX_AHEAD_MS, MAX_HOST_PER_SECOND, perSecondOf, reservationSizeOf, slotMicrosOf } from "./Throughput.ts"
+
+export type { NumberPacer, SendSlot } from "./NumberPacer.ts"
 
 /**
  * Send slots granted by `acquire`: `count` sends, the i-th at `startMs + i × spacingMs` (`acquire`
@@ -53,6 +56,11 @@ export class ThroughputService extends Context.Service<ThroughputService, {
    * several sends in flight hold it once, not once each.
    */
   readonly penalize: (tenantId: string, channelId: string, ms: number) => Effect.Effect<void, StorageError>
+  /**
+   * A pacer for up to `n` sends through the channel's number: each `take` waits for a slot reserved
+   * with `acquire`, and this process never sends the number more than its rate within any second.
+   */
+  readonly pacer: (tenantId: string, channelId: string, n: number) => Effect.Effect<NumberPacer>
   /** Sets the channel's sends a second (a whole number, 1 to 100,000), or with null leaves it to the operator's level. */
   readonly setRate: (
     tenantId: string,
@@ -126,9 +134,21 @@ export class ThroughputService extends Context.Service<ThroughputService, {
         }
       })
 
+      // Each number's sends from this process, shared by all its pacers.
+      const windows = new Map<string, NumberWindow>()
+
       return ThroughputService.of({
         rate,
         acquire,
+        pacer: (tenantId, channelId, n) => {
+          const key = keyOf(tenantId, channelId)
+          let window = windows.get(key)
+          if (window === undefined) {
+            window = { sends: [], perSecond: 1 }
+            windows.set(key, window)
+          }
+          return makeNumberPacer(acquire(tenantId, channelId, n), window)
+        },
         penalize: Effect.fn("ThroughputService.penalize")(function*(tenantId: string, channelId: string, ms: number) {
           const nowMs = yield* pacingNowMs
           yield* slots.holdUntil(tenantId, channelId, Math.ceil((nowMs + Math.max(0, ms)) * 1000))

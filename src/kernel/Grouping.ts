@@ -9,3 +9,10 @@ export const groupBy = <A>(items: ReadonlyArray<A>, keyOf: (item: A) => string):
   }
   return groups
 }
+
+/** `items` in runs of `size` (the last one shorter), in order. */
+export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
