@@ -249,6 +249,12 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
         botChannelId = await connect("botchat", { bot_token: "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" })
       })()
     ])
+    // Pacing to the number's level (80 a second) has tests of its own (throughput.test.ts); here the
+    // scenarios' numbers are paced at the host's rate, as `admin channel set-throughput` sets it, so
+    // a ramp of 3,000 is not 40 s of waiting. The crud number keeps the operator's level.
+    for (const name of names.filter((n) => n !== "crud" && n !== "crudBare")) {
+      await admin(h.env, "channel", "set-throughput", "--tenant", tenant.id, "--channel", channel[name], "--per-second", "100000")
+    }
     reader = { id: tenant.id, key: keys[0].api_key }
     writer = { id: tenant.id, key: keys[1].api_key }
     // The verification template, adopted (approved at once) on every number but crudBare.
@@ -1060,6 +1066,8 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
 describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)", (backend) => {
   const PHONE_NUMBER_ID = "106540352291001"
   const AUDIENCE = 300
+  /** The numbers' pace: the audience takes over a second, so the pause and the kill land mid-send. */
+  const PER_SECOND = 250
   let h: ChatappHost
 
   beforeAll(async () => {
@@ -1080,6 +1088,7 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
       return answer.body
     }
     const channel_id = await connectChannel(h, h.tenant, "chatapp", { phone_number_id: numberId, business_account_id: WABA_ID })
+    await admin(h.env, "channel", "set-throughput", "--tenant", h.tenant.id, "--channel", channel_id, "--per-second", String(PER_SECOND))
     const adopted = await ok("POST", "/chatapp-templates/library/adopt", { channel_id, library_template_name: "verification_code_1" }, 201)
     const list = await ok("POST", "/lists", { name }, 201)
     const contacts = range(0, audience).map((n) => ({ name: `${name} ${n}`, phone: `${phonePrefix}${String(n).padStart(5, "0")}` }))
@@ -1196,6 +1205,7 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
   it("nobody is handed to the operator twice or lost, everyone ends in a final state, and the statistics add up", async () => {
     const api = (method: string, path: string, body?: unknown, on?: HostProcess) => h.api(method, path, body, h.tenant, on)
     const channel_id = await connectChannel(h, h.tenant, "chatapp", { phone_number_id: PHONE_NUMBER_ID, business_account_id: WABA_ID })
+    await admin(h.env, "channel", "set-throughput", "--tenant", h.tenant.id, "--channel", channel_id, "--per-second", String(PER_SECOND))
     const adopted = await api("POST", "/chatapp-templates/library/adopt", { channel_id, library_template_name: "verification_code_1" })
     expect(adopted.status).toBe(201)
     const list = await api("POST", "/lists", { name: "Everyone" })
