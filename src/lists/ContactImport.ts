@@ -1,6 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import { type ContactService, CreateContactRequest } from "../contacts/ContactService.ts"
 import { InvalidRequest, type NotFound } from "../kernel/ApiError.ts"
+import { chunksOf } from "../kernel/Grouping.ts"
 import { UuidString } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import type { ContactRecord } from "../ports/ContactStore.ts"
@@ -9,6 +10,9 @@ import type { Transactor } from "../ports/Transactor.ts"
 
 /** Most contacts one import takes. */
 export const MAX_IMPORT_CONTACTS = 5000
+
+/** Contacts stored in one transaction by an import. */
+const IMPORT_GROUP = 100
 
 /** Body of `POST /contacts/import`. */
 export const ContactImportRequest = Schema.Struct({
@@ -74,33 +78,47 @@ export const makeContactImport = (deps: ContactImportDeps) =>
     const apply = request.optin_confirmed === true && lists.length > 0
     const result = { created: 0, updated: 0, unchanged: 0, subscribed: 0 }
     const failed: Array<{ index: number; detail: string }> = []
-    for (const [index, entry] of request.contacts.entries()) {
-      const outcome = yield* Effect.result(deps.transactor.withTransaction(Effect.gen(function*() {
-        const found = yield* contacts.findByIdentity(tenantId, { phone: entry.phone, email: entry.email })
-        let kind: "created" | "updated" | "unchanged"
-        let contactId: string
-        if (Option.isSome(found)) {
-          const updated = yield* contacts.update(tenantId, found.value.id, entry)
-          kind = sameFields(updated, found.value) ? "unchanged" : "updated"
-          contactId = found.value.id
-        } else {
-          contactId = (yield* contacts.create(tenantId, entry)).id
-          kind = "created"
-        }
-        let subscribed = 0
-        if (apply) {
-          for (const list of lists) if (yield* deps.subscribe(tenantId, list.id, contactId)) subscribed++
-        }
-        return { kind, subscribed }
-      })))
-      if (outcome._tag === "Success") {
-        result[outcome.success.kind]++
-        result.subscribed += outcome.success.subscribed
+    const importOne = Effect.fnUntraced(function*(entry: ContactImport["contacts"][number]) {
+      const found = yield* contacts.findByIdentity(tenantId, { phone: entry.phone, email: entry.email })
+      let kind: "created" | "updated" | "unchanged"
+      let contactId: string
+      if (Option.isSome(found)) {
+        const updated = yield* contacts.update(tenantId, found.value.id, entry)
+        kind = sameFields(updated, found.value) ? "unchanged" : "updated"
+        contactId = found.value.id
+      } else {
+        contactId = (yield* contacts.create(tenantId, entry)).id
+        kind = "created"
       }
-      if (outcome._tag === "Failure") {
-        const error = outcome.failure
-        if (error._tag === "StorageError" && error.reason !== "UniqueViolation") return yield* Effect.fail(error)
-        failed.push({ index, detail: detailOf(error) })
+      let subscribed = 0
+      if (apply) {
+        for (const list of lists) if (yield* deps.subscribe(tenantId, list.id, contactId)) subscribed++
+      }
+      return { kind, subscribed }
+    })
+    const count = (outcome: { readonly kind: "created" | "updated" | "unchanged"; readonly subscribed: number }) => {
+      result[outcome.kind]++
+      result.subscribed += outcome.subscribed
+    }
+    // A group of contacts is stored in one transaction; a group where any contact cannot be stored
+    // is rolled back and stored again one contact a transaction, so that contact alone is reported.
+    for (const [start, group] of chunksOf(request.contacts, IMPORT_GROUP).map((g, i) => [i * IMPORT_GROUP, g] as const)) {
+      const together = yield* Effect.result(deps.transactor.withTransaction(Effect.forEach(group, importOne)))
+      if (together._tag === "Success") {
+        together.success.forEach(count)
+        continue
+      }
+      if (together.failure._tag === "StorageError" && together.failure.reason !== "UniqueViolation") {
+        return yield* Effect.fail(together.failure)
+      }
+      for (const [offset, entry] of group.entries()) {
+        const outcome = yield* Effect.result(deps.transactor.withTransaction(importOne(entry)))
+        if (outcome._tag === "Success") count(outcome.success)
+        if (outcome._tag === "Failure") {
+          const error = outcome.failure
+          if (error._tag === "StorageError" && error.reason !== "UniqueViolation") return yield* Effect.fail(error)
+          failed.push({ index: start + offset, detail: detailOf(error) })
+        }
       }
     }
     return { ...result, subscriptions_applied: apply, failed } satisfies ImportResult

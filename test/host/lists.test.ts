@@ -597,6 +597,31 @@ describe.each(hostBackends)("lists, subscriptions and opt-in keywords on the ref
       expect((await api("GET", `/lists/${list.id}`)).body.subscriber_count).toBe(2)
     })
 
+    it("stores a large import in groups: a row it cannot store, past the first hundred, is reported by its own index and its neighbours are kept", async () => {
+      const list = await createList({ name: "Imported in groups" })
+      const phones = Array.from({ length: 250 }, () => newPhone())
+      const contacts: Array<Record<string, unknown>> = phones.map((phone, n) => ({ name: `Grouped ${n}`, phone }))
+      // Index 150: nothing that names or reaches anyone; index 249 is index 3's phone again (an update).
+      contacts[150] = { language: "fr" }
+      contacts[249] = { name: "Grouped 3 renamed", phone: phones[3] }
+      const result = await importing({ contacts, list_ids: [list.id], optin_confirmed: true })
+      expect(result.status, JSON.stringify(result.body)).toBe(200)
+      expect(result.body).toMatchObject({ created: 248, updated: 1, unchanged: 0, subscribed: 248, subscriptions_applied: true })
+      expect(result.body.failed.map((f: any) => f.index)).toEqual([150])
+      // The tenant's contacts read once, by phone.
+      const byPhone = new Map<string, any>()
+      for (let page = 1;; page++) {
+        const got = await api("GET", `/contacts?page_size=100&page=${page}`)
+        expect(got.status).toBe(200)
+        for (const contact of got.body.items) byPhone.set(contact.phone, contact)
+        if (page >= got.body.pagination.total_pages) break
+      }
+      expect(phones.filter((phone) => byPhone.has(phone))).toHaveLength(248)
+      for (const n of [149, 151, 200]) expect(byPhone.get(phones[n]!)).toMatchObject({ name: `Grouped ${n}` })
+      expect(byPhone.get(phones[3]!)).toMatchObject({ name: "Grouped 3 renamed" })
+      expect((await api("GET", `/lists/${list.id}`)).body.subscriber_count).toBe(248)
+    }, 60_000)
+
     it("answers 404 for an unknown list id and 422 for a dynamic list or a malformed request, importing nothing", async () => {
       const phone = newPhone()
       const unknown = await importing({ contacts: [{ name: "Nobody", phone }], list_ids: [UNKNOWN_ID], optin_confirmed: true })
