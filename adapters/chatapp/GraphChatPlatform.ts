@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto"
 import { Effect, Option, Predicate, Schema, SchemaTransformation } from "effect"
 import {
   ChatPlatform,
   type ChatappCredentials,
   type ChatappLibraryTemplate,
   type ChatappMedia,
+  type ChatappMediaUpload,
   type ChatPlatformError,
   type LibraryQuery
 } from "../../src/ports/ChatPlatform.ts"
@@ -109,6 +111,35 @@ const MediaObject = Schema.Struct({
 })
 type MediaObject = typeof MediaObject.Type
 
+/** `POST /{phone_number_id}/media`: the uploaded file's media id. */
+const MediaUploaded = Schema.Struct({ id: Schema.String })
+
+/** A quoted-string parameter of a multipart header: quotes, backslashes and line breaks escaped as browsers do. */
+const quoted = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"/g, "%22").replace(/\r/g, "%0D").replace(/\n/g, "%0A")}"`
+
+/**
+ * The operator's media upload as `multipart/form-data`: `messaging_product=whatsapp`, `type` (the
+ * file's type) and `file` with its name and type. Returns the content type (with the boundary) and body.
+ */
+export const mediaUploadBody = (file: ChatappMediaUpload, boundary: string) => {
+  const encoder = new TextEncoder()
+  const mimeType = file.mimeType.replace(/[\r\n]/g, "")
+  const field = (name: string, value: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`
+  const head = encoder.encode(
+    field("messaging_product", "whatsapp") +
+      field("type", mimeType) +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename=${quoted(file.filename)}\r\n` +
+      `Content-Type: ${mimeType}\r\n\r\n`
+  )
+  const tail = encoder.encode(`\r\n--${boundary}--\r\n`)
+  const body = new Uint8Array(head.length + file.bytes.length + tail.length)
+  body.set(head, 0)
+  body.set(file.bytes, head.length)
+  body.set(tail, head.length + file.bytes.length)
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body }
+}
+
 /** The cursor of the page after this one, or null on the last page. */
 const nextCursor = (paging: typeof Paging.Type): string | null => {
   if (Option.isNone(paging) || Option.isNone(paging.value.next)) return null
@@ -209,6 +240,7 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
   const decodeLibraryPage = Schema.decodeUnknownEffect(LibraryPage)
   const decodePhoneNumber = Schema.decodeUnknownEffect(PhoneNumber)
   const decodeMediaObject = Schema.decodeUnknownEffect(MediaObject)
+  const decodeMediaUploaded = Schema.decodeUnknownEffect(MediaUploaded)
 
   /** `GET /{media_id}`, refusing at once a file the operator says is over the cap. */
   const mediaObject = (credentials: ChatappCredentials, mediaId: string, maxBytes: number) =>
@@ -320,6 +352,18 @@ export const makeGraphChatPlatform = (options: GraphChatPlatformOptions): ChatPl
         sha256: Option.getOrNull(media.sha256)
       }
       return fetched
+    }),
+
+    uploadMedia: Effect.fn("GraphChatPlatform.uploadMedia")(function*(credentials, file) {
+      const url = yield* urlOf([credentials.phoneNumberId, "media"])
+      const { contentType, body } = mediaUploadBody(file, `omnichannel-${randomBytes(16).toString("hex")}`)
+      const uploaded = yield* call(decodeMediaUploaded, {
+        method: "POST",
+        url,
+        headers: { ...headersFor(credentials, false), "content-type": contentType },
+        body
+      })
+      return { id: uploaded.id }
     })
   })
 }

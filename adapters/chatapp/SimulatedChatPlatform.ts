@@ -38,6 +38,16 @@ const invalidParameter = (userMessage: string, subcode?: number, userTitle?: str
     ...(userTitle === undefined ? {} : { userTitle })
   })
 
+/** The types the operator takes in a media upload (its documented lists; a document may be any of the common office types or plain text). */
+const UPLOAD_TYPES = new Set([
+  "image/jpeg", "image/png", "image/webp",
+  "video/mp4", "video/3gpp",
+  "audio/aac", "audio/amr", "audio/mpeg", "audio/mp4", "audio/ogg"
+])
+const MEDIA_MESSAGE_TYPES = new Set(["image", "document", "audio", "video", "sticker"])
+/** Media ids remembered at most; the oldest are forgotten first (a send naming one is then refused, as an expired id is). */
+const MAX_REMEMBERED_UPLOADS = 10_000
+
 const DIGITS = /^\d{5,20}$/
 const TOKEN = /^\S{20,}$/
 
@@ -129,20 +139,32 @@ const offsetOf = (cursor: string): number | undefined => {
  * (filtered as the operator filters), templates kept per business account (an unchanged library
  * template is `APPROVED` at once, anything else stays `PENDING`), a `TIER_1K`/`GREEN`/`CONNECTED`
  * number, sends that always succeed, and media for ids starting `sim-image` (a PNG) or
- * `sim-document` (a PDF). `now` stamps the template ids.
+ * `sim-document` (a PDF), media uploads (`POST /{phone_number_id}/media`) answered with a media id
+ * that the number's media messages may then name (an id it never gave out is refused, code 100).
+ * `now` stamps the template ids.
  */
 export const makeSimulatedChatPlatform = (options: { readonly now?: () => number } = {}): ChatPlatform["Service"] => {
   const now = options.now ?? Date.now
   const templates = new Map<string, Array<ChatappTemplate>>()
+  /** Media ids given out, by phone number id. */
+  const uploads = new Map<string, string>()
   let created = 0
+  let uploaded = 0
 
   return ChatPlatform.of({
     name: "simulator",
 
-    sendMessage: Effect.fnUntraced(function*(credentials, to, _message) {
+    sendMessage: Effect.fnUntraced(function*(credentials, to, message) {
       yield* checkCredentials(credentials)
       const waId = to.replace(/\D/g, "")
       if (waId.length < 5) return yield* invalidParameter(`The recipient "${to}" is not a phone number.`)
+      if (MEDIA_MESSAGE_TYPES.has(message.type)) {
+        const media = message[message.type] as { readonly id?: unknown; readonly link?: unknown } | undefined
+        const id = media?.id
+        if (typeof media?.link !== "string" && (typeof id !== "string" || uploads.get(id) !== credentials.phoneNumberId)) {
+          return yield* invalidParameter(`The ${message.type} names no media this number uploaded (id ${String(id)}).`)
+        }
+      }
       return { messageId: `wamid.${randomBytes(24).toString("base64url")}`, recipientWaId: waId }
     }),
 
@@ -220,6 +242,21 @@ export const makeSimulatedChatPlatform = (options: { readonly now?: () => number
         status: "CONNECTED",
         throughputLevel: "STANDARD"
       }
+    }),
+
+    uploadMedia: Effect.fnUntraced(function*(credentials, file) {
+      yield* checkCredentials(credentials)
+      const type = file.mimeType.split(";")[0]!.trim().toLowerCase()
+      const document = type.startsWith("application/") || type.startsWith("text/")
+      if (!UPLOAD_TYPES.has(type) && !document) {
+        return yield* invalidParameter(`Param file must be a file with one of the following types: ${[...UPLOAD_TYPES].join(", ")}, or a document. Received file of type '${type}'.`)
+      }
+      if (file.bytes.length === 0) return yield* invalidParameter("The uploaded file is empty.")
+      uploaded += 1
+      const id = `${now()}${String(uploaded).padStart(4, "0")}`
+      uploads.set(id, credentials.phoneNumberId)
+      if (uploads.size > MAX_REMEMBERED_UPLOADS) uploads.delete(uploads.keys().next().value!)
+      return { id }
     }),
 
     fetchMedia: Effect.fnUntraced(function*(credentials, mediaId, { maxBytes }) {

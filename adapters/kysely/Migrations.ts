@@ -22,6 +22,7 @@ import * as InboundTraceContext from "./migrations/2026_11_26_0018_inbound_trace
 import * as OneActiveChannelPerNumber from "./migrations/2026_11_28_0019_one_active_channel_per_number.ts"
 import * as SendRate from "./migrations/2026_12_07_0020_send_rate.ts"
 import * as OpenConversationsByContact from "./migrations/2026_12_07_0021_open_conversations_by_contact.ts"
+import * as UnsentAttachments from "./migrations/2026_12_07_0022_unsent_attachments.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -50,7 +51,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_11_26_0018_inbound_trace_context", InboundTraceContext.up],
   ["2026_11_28_0019_one_active_channel_per_number", OneActiveChannelPerNumber.up],
   ["2026_12_07_0020_send_rate", SendRate.up],
-  ["2026_12_07_0021_open_conversations_by_contact", OpenConversationsByContact.up]
+  ["2026_12_07_0021_open_conversations_by_contact", OpenConversationsByContact.up],
+  ["2026_12_07_0022_unsent_attachments", UnsentAttachments.up]
 ]
 
 /**

@@ -286,7 +286,7 @@ const gatherUpTo = async (body: ReadableStream<Uint8Array>, limit: number): Prom
 }
 
 /** Answers 500 when nothing was sent yet, else cuts the connection: a half-sent answer must not look whole. */
-const answerFailure = (res: ServerResponse, status = 500, detail = "Internal server error") => {
+const answerFailure = (res: ServerResponse, status = 500, code = "internal_error", message = "Internal server error") => {
   if (res.headersSent) {
     res.destroy()
     return
@@ -294,7 +294,7 @@ const answerFailure = (res: ServerResponse, status = 500, detail = "Internal ser
   res.statusCode = status
   res.setHeader("content-type", "application/json; charset=utf-8")
   res.shouldKeepAlive = false
-  res.end(JSON.stringify({ detail }))
+  res.end(JSON.stringify({ detail: { code, message } }))
 }
 
 /**
@@ -313,7 +313,7 @@ export const toNodeListener = (handler: FetchHandler, origin = "http://localhost
     request = toRequest(req, origin, bridge?.stream)
   } catch {
     bridge?.detach()
-    answerFailure(res, 400, "Bad request")
+    answerFailure(res, 400, "bad_request", "Bad request")
     return
   }
   Promise.resolve()
@@ -366,7 +366,7 @@ export interface RunningServer {
   readonly close: (graceMs?: number) => Promise<void>
 }
 
-const OVERLOADED_BODY = JSON.stringify({ detail: "Too many open connections; retry shortly" })
+const OVERLOADED_BODY = JSON.stringify({ detail: { code: "overloaded", message: "Too many open connections; retry shortly" } })
 const OVERLOADED_ANSWER = "HTTP/1.1 503 Service Unavailable\r\n" +
   "content-type: application/json; charset=utf-8\r\n" +
   `content-length: ${Buffer.byteLength(OVERLOADED_BODY)}\r\n` +

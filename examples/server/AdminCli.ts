@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { Auth, Channels, make, Summaries } from "omnichannel-core"
+import { Auth, ChannelProviders, Channels, make, Summaries, type TenantRecord, TenantStore } from "omnichannel-core"
 import { makeGuardedHttp } from "omnichannel-core/http"
-import { readConfig } from "./Config.ts"
+import { publicUrlOf, readConfig } from "./Config.ts"
 import { operatorOptions } from "./Operator.ts"
 import { storageFor } from "./Storage.ts"
 
@@ -10,12 +10,15 @@ const USAGE = `usage: npm run --silent admin -- <command> [--flag value …]
   bootstrap [--email E] [--tenant-name N]
   api-key create --tenant ID --scopes a,b,c [--expires-in-seconds N] [--parent] [--name N] [--user ID]
   api-key revoke --id ID
+  api-key list --tenant ID
   user create --email E
   billing-account create --user ID [--name N]
+  tenant list
   tenant set-sms --tenant ID --enabled true|false
   tenant set-ai --tenant ID --enabled true|false
   channel create --tenant ID --type chatapp --phone-number-id P --business-account-id W --access-token T
   channel set-throughput --tenant ID --channel ID --per-second N|auto
+  channel list [--tenant ID]
   email-integration create --tenant ID --address A [--display-name N]
   credits grant --tenant ID --amount N
   credits show --tenant ID`
@@ -50,6 +53,9 @@ const COMMAND_FLAGS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "bootstrap": ["email", "tenant-name"],
   "api-key create": ["tenant", "scopes", "expires-in-seconds", "parent", "name", "user"],
   "api-key revoke": ["id"],
+  "api-key list": ["tenant"],
+  "tenant list": [],
+  "channel list": ["tenant"],
   "user create": ["email"],
   "billing-account create": ["user", "name"],
   "tenant set-sms": ["tenant", "enabled"],
@@ -64,10 +70,14 @@ const COMMAND_FLAGS: Readonly<Record<string, ReadonlyArray<string>>> = {
 const checkFlags = (command: string, flags: Flags): void => {
   const known = COMMAND_FLAGS[command]
   if (known === undefined) return
-  const unknown = Object.keys(flags).filter((name) => !known.includes(name))
+  refuseUnknown(command, Object.keys(flags).filter((name) => !known.includes(name)), known)
+}
+
+const refuseUnknown = (command: string, unknown: ReadonlyArray<string>, known: ReadonlyArray<string>): void => {
   if (unknown.length === 0) return
   const named = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`).join(", ")
-  throw new UsageError(`unknown flag${unknown.length === 1 ? "" : "s"} ${named(unknown)} for ${command} (it takes ${named(known)})`)
+  const takes = known.length === 0 ? "it takes no flags" : `it takes ${named(known)}`
+  throw new UsageError(`unknown flag${unknown.length === 1 ? "" : "s"} ${named(unknown)} for ${command} (${takes})`)
 }
 
 const text = (flags: Flags, name: string): string | undefined => {
@@ -80,6 +90,34 @@ const required = (flags: Flags, name: string): string => {
   if (value === undefined || value === "") throw new UsageError(`--${name} is required`)
   return value
 }
+
+// Listings read a page at a time, so no single query is unbounded.
+const PAGE = 500
+
+/** Every tenant, oldest first: the operator's view, which no API caller has. */
+const allTenants = Effect.gen(function*() {
+  const store = yield* TenantStore
+  const items: Array<TenantRecord> = []
+  for (let offset = 0;; offset += PAGE) {
+    const page = yield* store.listAll({ limit: PAGE, offset })
+    items.push(...page.items)
+    if (page.items.length < PAGE || offset + PAGE >= page.total) return items
+  }
+})
+
+/** A tenant as `tenant list` prints it. */
+const listedTenant = (t: TenantRecord) => ({
+  id: t.id,
+  billing_account_id: t.billing_account_id,
+  name: t.name,
+  slug: t.slug,
+  is_active: t.is_active,
+  is_trial: t.is_trial,
+  trial_ends_at: t.trial_ends_at,
+  sms_enabled: t.sms_enabled,
+  ai_features_enabled: t.ai_features_enabled,
+  created_at: t.created_at
+})
 
 const command = (words: ReadonlyArray<string>, flags: Flags) =>
   Effect.gen(function*() {
@@ -124,6 +162,13 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
         return yield* (yield* Summaries.SummaryService).credits(required(flags, "tenant"))
       case "channel create": {
         const type = required(flags, "type")
+        // The flags past --tenant and --type are the provider's fields: a mistyped one is named, not
+        // passed on (nor taken for a missing --tenant).
+        const provider = (yield* ChannelProviders).byType[type]
+        if (provider !== undefined) {
+          const known = ["tenant", "type", ...provider.fields.map((field) => field.name.replaceAll("_", "-"))]
+          refuseUnknown("channel create", Object.keys(flags).filter((name) => !known.includes(name)), known)
+        }
         // Every other flag is an input of the type's provider, named as on the connect page.
         const inputs = Object.fromEntries(
           Object.entries(flags)
@@ -144,6 +189,18 @@ const command = (words: ReadonlyArray<string>, flags: Flags) =>
           perSecond === "auto" ? null : Number(perSecond)
         )
       }
+      case "tenant list":
+        return { items: (yield* allTenants).map(listedTenant) }
+      case "channel list": {
+        // One tenant's channels, or every tenant's (oldest tenant first) without --tenant.
+        const tenantId = text(flags, "tenant")
+        if (tenantId !== undefined) return yield* operator.listChannels(tenantId)
+        const items: Array<unknown> = []
+        for (const tenant of yield* allTenants) items.push(...(yield* operator.listChannels(tenant.id)).items)
+        return { items }
+      }
+      case "api-key list":
+        return yield* operator.listApiKeys(required(flags, "tenant"))
       case "email-integration create":
         return yield* operator.createEmailIntegration({
           tenantId: required(flags, "tenant"),
@@ -176,6 +233,10 @@ const execute = async (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Pro
   // Asked for, the usage is the answer: stdout, exit 0.
   if (flags.help === true || words[0] === "help") return { code: 0, stdout: `${USAGE}\n`, stderr: "" }
   const name = words.join(" ")
+  // A usage mistake is told before any database is opened.
+  if (name !== "channel create" && COMMAND_FLAGS[name] === undefined) {
+    throw new UsageError(words.length === 0 ? "no command given" : `unknown command: ${name}`)
+  }
   checkFlags(name, flags)
   const config = readConfig(env)
   // Only connecting a channel talks to the operator (its credentials are checked, through the guarded
@@ -184,8 +245,9 @@ const execute = async (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Pro
   // A command lasts a moment: a checkpoint thread would only be started to be waited for at exit.
   const app = await make({
     storage: storageFor(config.databaseUrl, { checkpoints: "inline" }),
-    // URLs a command prints (an email integration's inbound URL) point where the server listens.
-    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    // URLs a command prints (an email integration's inbound URL) are the ones the server hands out:
+    // OMNI_PUBLIC_URL, else where PORT and HOST have it listen (Config.ts decides for both).
+    publicUrl: publicUrlOf(config),
     ...(outbound === undefined ? {} : operatorOptions(config, outbound))
   })
   try {

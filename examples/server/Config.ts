@@ -79,6 +79,18 @@ const flag = (name: string, raw: string | undefined): boolean => {
   throw new Error(`${name} must be 1 or 0 (or unset), got ${JSON.stringify(raw)}`)
 }
 
+/**
+ * The base of the URLs the host hands out (HOST.md's `OMNI_PUBLIC_URL`): that variable when set, else
+ * `http://HOST:PORT` (an IPv6 address in brackets). With `PORT=0` the server passes the port it was
+ * given (`boundPort`); the operator CLI, which binds nothing, passes none. Given the server's
+ * environment, both hand out the same URLs: this is the one place that decides them.
+ */
+export const publicUrlOf = (config: HostConfig, boundPort?: number): string => {
+  if (config.publicUrl !== undefined) return config.publicUrl
+  const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host
+  return `http://${host}:${config.port === 0 && boundPort !== undefined ? boundPort : config.port}`
+}
+
 /** Reads and checks the configuration; throws with a message naming the bad variable. */
 export const readConfig = (env: Readonly<Record<string, string | undefined>>): HostConfig => {
   const dataDir = env.OMNI_DATA_DIR || "./data"

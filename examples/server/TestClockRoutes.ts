@@ -35,5 +35,5 @@ async (request: Request): Promise<Response> => {
     const done = await drain()
     return json(200, { ...now(), work_done: done })
   }
-  return json(404, { detail: "Not Found" })
+  return json(404, { detail: { code: "not_found", message: "Not Found" } })
 }

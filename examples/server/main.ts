@@ -1,4 +1,3 @@
-import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { make } from "omnichannel-core"
 import { makeManualClock } from "omnichannel-core/clock"
@@ -7,7 +6,7 @@ import { makeFileMailer, makeSmtpMailer } from "omnichannel-core/mail"
 import { busboyMultipart, makeFileBlobStore, nodeHmacSigner, serve } from "omnichannel-core/node"
 import { Effect, Option } from "effect"
 import { checkStorageReadiness, KyselyConnection } from "omnichannel-core/kysely"
-import { readConfig } from "./Config.ts"
+import { publicUrlOf, readConfig } from "./Config.ts"
 import { withHealthRoutes } from "./Health.ts"
 import {
   observabilityLayer,
@@ -18,7 +17,7 @@ import {
 } from "./Observability.ts"
 import { mailFileNotifier } from "./MailFiles.ts"
 import { fileOptions, operatorOptions } from "./Operator.ts"
-import { storageFor } from "./Storage.ts"
+import { ownerOnlyDirectory, storageFor } from "./Storage.ts"
 import { withTestClockRoutes } from "./TestClockRoutes.ts"
 import { hostSummarizer } from "./Summarizer.ts"
 import { startWorkers } from "./Workers.ts"
@@ -47,12 +46,15 @@ const logJobFailure = (job: string, error: unknown) =>
 const main = async () => {
   const config = readConfig(process.env)
   const observability = readObservability(process.env)
-  mkdirSync(config.dataDir, { recursive: true })
+  // The data dir and what the host creates in it are owner-only (0700 folders, a 0600 database file).
+  ownerOnlyDirectory(config.dataDir)
   const clock = config.testClock === "manual" ? makeManualClock(Date.now()) : undefined
-  // The public URL defaults to the address actually bound, known once the server listens.
-  let boundUrl = `http://${config.host}:${config.port}`
+  // The public URL defaults to HOST:PORT; with PORT=0, to the port actually bound, known once the server listens.
+  let boundPort: number | undefined
   const outbound = makeGuardedHttp({ allow: config.outboundAllow })
   const files = fileOptions(config)
+  ownerOnlyDirectory(files.filesDir)
+  ownerOnlyDirectory(join(config.dataDir, "mail"))
   // Outbound email: SMTP when OMNI_SMTP_URL is set, else one RFC 5322 file per email.
   const smtp = config.smtpUrl === undefined ? undefined : makeSmtpMailer(config.smtpUrl)
   const mailer = smtp?.mailer ?? makeFileMailer(join(config.dataDir, "mail", "outbound"))
@@ -85,7 +87,7 @@ const main = async () => {
     telemetry: observabilityLayer(observability),
     logRequests: true,
     metricsTenantLabels: config.metricsTenantLabels,
-    publicUrl: () => config.publicUrl ?? boundUrl
+    publicUrl: () => publicUrlOf(config, boundPort)
   })
   // With the test clock, the workers' rounds and the `/_test` drains take turns: an advance then
   // answers only after work a worker had already claimed is finished too, as HOST.md promises.
@@ -132,7 +134,7 @@ const main = async () => {
     await release()
     throw error
   })
-  boundUrl = server.url
+  boundPort = Number(new URL(server.url).port)
   console.log(`listening on ${server.url}`)
 
   let stopping = false

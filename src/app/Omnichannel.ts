@@ -11,6 +11,7 @@ import { contactRoutes } from "../contacts/ContactRoutes.ts"
 import { eventRoutes } from "../events/EventRoutes.ts"
 import { EventService } from "../events/EventService.ts"
 import { withOutboxSignal } from "../events/OutboxSignal.ts"
+import { ContactErasureService } from "../contacts/ContactErasureService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { type ApiHandler, makeApiHandler } from "../http/ApiHandler.ts"
 import { LogRequests } from "../http/RequestTelemetry.ts"
@@ -103,6 +104,7 @@ export type CoreServices =
   | ApiKeyAuth
   | TenantService
   | ContactService
+  | ContactErasureService
   | ChannelService
   | ConnectTokenService
   | EventService
@@ -197,7 +199,7 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
     Layer.provideMerge(SummaryService.layer),
     // The dispatcher mails suspension notices through the tenants' service.
     Layer.provideMerge(WebhookDispatcher.layer),
-    Layer.provideMerge(Layer.mergeAll(ConversationService.layer, AttachmentService.layer, ContactService.layer)),
+    Layer.provideMerge(Layer.mergeAll(ConversationService.layer, AttachmentService.layer, ContactService.layer, ContactErasureService.layer)),
     Layer.provideMerge(Layer.mergeAll(TenantService.layer, ChannelService.layer, EventService.layer))
   )
 

@@ -23,7 +23,8 @@ export const countingOperatorErrors = (platform: ChatPlatform["Service"]): ChatP
     createTemplate: (credentials, body) => counted("create_template", platform.createTemplate(credentials, body)),
     browseLibrary: (credentials, query) => counted("browse_library", platform.browseLibrary(credentials, query)),
     phoneNumber: (credentials) => counted("phone_number", platform.phoneNumber(credentials)),
-    fetchMedia: (credentials, mediaId, options) => counted("fetch_media", platform.fetchMedia(credentials, mediaId, options))
+    fetchMedia: (credentials, mediaId, options) => counted("fetch_media", platform.fetchMedia(credentials, mediaId, options)),
+    uploadMedia: (credentials, file) => counted("upload_media", platform.uploadMedia(credentials, file))
   })
 
 /**

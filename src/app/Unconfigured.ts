@@ -38,7 +38,8 @@ export const noChatPlatform: ChatPlatform["Service"] = (() => {
     createTemplate: fail,
     browseLibrary: fail,
     phoneNumber: fail,
-    fetchMedia: fail
+    fetchMedia: fail,
+    uploadMedia: fail
   })
 })()
 

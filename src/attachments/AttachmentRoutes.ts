@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
 import { pathId } from "../kernel/Id.ts"
 import { AttachmentService } from "./AttachmentService.ts"
@@ -57,6 +57,27 @@ export const attachmentRoutes = [
       Effect.gen(function*() {
         const id = yield* pathId(params, "attachment_id", "Attachment")
         return yield* (yield* AttachmentService).detail(principal.tenantId, id)
+      })
+  }),
+  route({
+    method: "DELETE",
+    path: "/attachments/{attachment_id}",
+    operationId: "deleteAttachment",
+    summary:
+      "Delete an upload not yet sent, record and bytes. One a message already carries answers 409 with code attachment_already_sent and stays (it goes with its contact). Uploads never sent are also deleted a day after they were made",
+    tag: "Attachments",
+    auth: { kind: "api_key", scopes: ["messages:delete"] },
+    response: {
+      status: 200,
+      schema: Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) }),
+      description: "The upload is deleted"
+    },
+    errors: [404, 409],
+    errorDescriptions: { 409: "The attachment is already sent with a message (code attachment_already_sent)" },
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* pathId(params, "attachment_id", "Attachment")
+        return yield* (yield* AttachmentService).deleteUnsent(principal.tenantId, id)
       })
   })
 ]

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { type BadRequest, type FailedWithBody, type InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { type BadRequest, errorBody, FailedWithBody, type InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -14,7 +14,17 @@ import { makeFromUrl } from "./FromUrlFlow.ts"
 import type { AttachmentDetail, AttachmentRecordWire, FromUrlRequest } from "./Upload.ts"
 import { makeUpload, type TypeRefusal } from "./UploadFlow.ts"
 
-const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found` })
+// The spec's attachment catalogue gives this text as the body itself: `{"detail": "Attachment {id} not found"}`.
+const notFound = (id: string) => new NotFound({ message: `Attachment ${id} not found`, plain: true })
+
+/** Blob deletes in flight at once after a prune batch. */
+const BLOB_DELETES_AT_ONCE = 8
+
+/** Response of `DELETE /attachments/{attachment_id}`. */
+export interface AttachmentDeleted {
+  readonly id: string
+  readonly deleted: true
+}
 
 /** An attachment whose bytes are in the blob store and whose record waits for the message carrying it. */
 export type PreparedAttachment = Omit<AttachmentRecord, "message_id" | "conversation_id">
@@ -95,6 +105,19 @@ export class AttachmentService extends Context.Service<AttachmentService, {
   ) => Effect.Effect<void, StorageError>
   /** An attachment's whole bytes (for a file an email carries; callers bound the size first). */
   readonly bytesOf: (record: AttachmentRecord) => Effect.Effect<Uint8Array, BlobStoreError>
+  /**
+   * `DELETE /attachments/{id}`: an upload not sent yet, record and bytes (the bytes after the record's
+   * transaction: a crash between leaves bytes no record names). One some message, email or team chat
+   * message carries answers 409 `attachment_already_sent` and stays; it goes with its conversation's
+   * contact (`DELETE /contacts/{id}`).
+   */
+  readonly deleteUnsent: (tenantId: string, id: string) => Effect.Effect<AttachmentDeleted, NotFound | FailedWithBody | StorageError>
+  /**
+   * The retention prune of uploads never sent: up to `limit` uploads and fetched files of any tenant
+   * made before `before` that nothing carries, records first, then their bytes (a failed blob delete
+   * is logged and leaves the bytes without a record). Resolves to the records deleted.
+   */
+  readonly pruneUnsent: (before: string, limit: number) => Effect.Effect<number, StorageError>
   /** The record and its bytes, for the download handler; none when either is missing. */
   readonly open: (
     tenantId: string,
@@ -112,6 +135,15 @@ export class AttachmentService extends Context.Service<AttachmentService, {
       const links = yield* DownloadLinks
       const upload = makeUpload({ attachments, blobs, multipart: yield* MultipartReader })
       const fromUrl = makeFromUrl({ attachments, blobs, outbound: yield* OutboundHttp })
+
+      const deleteBytes = (key: string) =>
+        blobs.delete(key).pipe(
+          Effect.catch((error) =>
+            Effect.logWarning("could not delete a deleted attachment's bytes; they stay without a record", error).pipe(
+              Effect.annotateLogs({ blob_key: key })
+            )
+          )
+        )
 
       return AttachmentService.of({
         prepareInbound: Effect.fn("AttachmentService.prepareInbound")(function*(file: InboundFile) {
@@ -214,6 +246,31 @@ export class AttachmentService extends Context.Service<AttachmentService, {
             try: async () => new Uint8Array(await new Response(stream.value).arrayBuffer()),
             catch: (cause) => new BlobStoreError({ message: `could not read attachment ${record.id}`, cause })
           })
+        }),
+        deleteUnsent: Effect.fn("AttachmentService.deleteUnsent")(function*(tenantId, id) {
+          const outcome = yield* attachments.deleteUnsent(tenantId, id)
+          switch (outcome._tag) {
+            case "Missing":
+              return yield* notFound(id)
+            case "Sent":
+              return yield* new FailedWithBody({
+                status: 409,
+                body: errorBody(
+                  "attachment_already_sent",
+                  `Attachment ${id} is already sent with a message, so it stays with it; ` +
+                    "only an upload not yet sent can be deleted (a sent file goes when its contact is deleted)",
+                  { message_id: outcome.message_id, conversation_id: outcome.conversation_id }
+                )
+              })
+            case "Deleted":
+              yield* deleteBytes(outcome.blob_key)
+              return { id, deleted: true as const }
+          }
+        }),
+        pruneUnsent: Effect.fn("AttachmentService.pruneUnsent")(function*(before, limit) {
+          const keys = yield* attachments.pruneUnsent(before, limit)
+          yield* Effect.forEach(keys, deleteBytes, { concurrency: BLOB_DELETES_AT_ONCE, discard: true })
+          return keys.length
         }),
         open: Effect.fn("AttachmentService.open")(function*(tenantId, id) {
           const found = yield* attachments.get(tenantId, id)

@@ -26,7 +26,8 @@ export interface FromUrlDeps {
 
 const ALLOWED = new Set(URL_FETCH_TYPES.map((type) => canonicalType(type)!))
 
-const refused = (message: string) => new BadRequest({ message })
+// The spec's attachment catalogue gives these texts as the body itself (`{"detail": "URL not allowed"}`).
+const refused = (message: string) => new BadRequest({ message, plain: true })
 const tooLarge = () => new FailedWithBody({ status: 413, body: { detail: "Payload Too Large" } })
 const unsupported = () =>
   new FailedWithBody({ status: 415, body: { detail: { detail: "Unsupported Media Type", allowed_types: URL_FETCH_TYPES } } })

@@ -45,7 +45,7 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
     refuseType?: TypeRefusal
   ): Effect.fn.Return<AttachmentRecordWire, BadRequest | InvalidRequest | StorageError> {
     const declared = Number(request.headers.get("content-length") ?? Number.NaN)
-    if (declared > MAX_UPLOAD_REQUEST_BYTES) return yield* new BadRequest({ message: TOO_LARGE_TEXT })
+    if (declared > MAX_UPLOAD_REQUEST_BYTES) return yield* new BadRequest({ message: TOO_LARGE_TEXT, plain: true })
     const body = request.body
     const contentType = request.headers.get("content-type") ?? ""
     if (body === null || !/^multipart\/form-data\s*;/i.test(contentType)) {
@@ -56,8 +56,13 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
     )
     if (Option.isNone(found)) return yield* InvalidRequest.single(["body", UPLOAD_FIELD], "Field required", "missing")
     const file = found.value
+    // The spec's attachment catalogue texts are the body itself (`{"detail": "No filename provided"}`);
+    // the service's own refusals carry a code.
     const refuse = (message: string) =>
-      Effect.andThen(Effect.promise(() => file.bytes.cancel().catch(() => undefined)), Effect.fail(new BadRequest({ message })))
+      Effect.andThen(
+        Effect.promise(() => file.bytes.cancel().catch(() => undefined)),
+        Effect.fail(new BadRequest({ message, plain: true }))
+      )
     if (file.filename === null || file.filename.trim() === "") return yield* refuse("No filename provided")
     const blocked = blockedExtension(file.filename)
     if (blocked !== null) return yield* refuse(`File extension '.${blocked}' is not allowed`)
@@ -65,13 +70,14 @@ export const makeUpload = ({ attachments, blobs, multipart }: UploadDeps) =>
     const id = yield* newId
     const blobKey = `${tenantId}/${id}`
     const stored = yield* streamIntoStore(blobs, blobKey, file.bytes)
-    if (stored._tag === "TooLarge") return yield* new BadRequest({ message: TOO_LARGE_TEXT })
+    if (stored._tag === "TooLarge") return yield* new BadRequest({ message: TOO_LARGE_TEXT, plain: true })
     if (stored._tag === "SourceFailed") return yield* new BadRequest({ message: "The upload broke off before the end of the file" })
-    const refuseStored = (message: string) => Effect.andThen(stored.remove, Effect.fail(new BadRequest({ message })))
+    const refuseStored = (message: string, plain?: true) =>
+      Effect.andThen(stored.remove, Effect.fail(new BadRequest({ message, ...(plain === undefined ? {} : { plain }) })))
     // No bytes have no type to check: said as it is, not as a type mismatch.
     if (stored.size === 0) return yield* refuseStored("File is empty")
     const checked = yield* detectContentType(stored.head, file.contentType)
-    if (!checked.matches) return yield* refuseStored(`File content doesn't match claimed type '${file.contentType ?? ""}'`)
+    if (!checked.matches) return yield* refuseStored(`File content doesn't match claimed type '${file.contentType ?? ""}'`, true)
     const refusedType = refuseType?.(checked.contentType)
     if (refusedType !== undefined) return yield* refuseStored(refusedType)
     const record: AttachmentRecord = {

@@ -41,13 +41,12 @@ export class ApiKeyAuth extends Context.Service<ApiKeyAuth, {
       const tenants = yield* TenantService
       const accounts = yield* AccountStore
 
-      // A parent key reaches the active tenants of its own tenant's billing account; any key its own tenant.
+      // A parent key reaches the active tenants of its own tenant's billing account; any key its own
+      // tenant: the tenants area's rule, the one `GET /tenants` lists by.
       const resolveTenant = Effect.fnUntraced(function*(homeTenantId: string, isParent: boolean, requested: string) {
         if (requested === homeTenantId) return requested
         if (!isParent || !isUuid(requested)) return yield* new Forbidden({ message: TENANT_REFUSED })
-        const [home, target] = yield* Effect.all([tenants.get(homeTenantId), tenants.get(requested)])
-        const allowed = Option.isSome(home) && Option.isSome(target) && target.value.is_active &&
-          target.value.billing_account_id === home.value.billing_account_id
+        const allowed = yield* tenants.mayActIn({ kind: "api_key", homeTenantId, isParent }, requested)
         if (!allowed) return yield* new Forbidden({ message: TENANT_REFUSED })
         return requested
       })
@@ -74,6 +73,7 @@ export class ApiKeyAuth extends Context.Service<ApiKeyAuth, {
             keyId: key.id,
             tenantId,
             homeTenantId: key.tenant_id,
+            isParent: key.is_parent,
             scopes: new Set(key.scopes.filter(isScope)),
             userId: key.user_id
           }

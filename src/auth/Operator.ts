@@ -7,7 +7,8 @@ import { issueCredential, randomToken } from "../kernel/Secret.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
-import { ApiKeyStore } from "../ports/ApiKeyStore.ts"
+import { type ApiKeyRecord, ApiKeyStore } from "../ports/ApiKeyStore.ts"
+import type { ChannelRecord } from "../ports/ChannelStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { ChannelService } from "../channels/ChannelService.ts"
 import { ChannelProviders } from "../ports/ChannelProviders.ts"
@@ -62,6 +63,61 @@ export interface CreatedChannel {
   readonly config: Readonly<Record<string, string>>
 }
 
+/** A channel as `channel list` prints it: what `channel create` printed, never its secrets. */
+export interface ListedChannel extends CreatedChannel {
+  readonly created_at: string
+  readonly disconnected_at: string | null
+}
+
+/** An API key as `api-key list` prints it: never the raw key nor its hash, only the prefix it starts with. */
+export interface ListedApiKey {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string | null
+  readonly prefix: string
+  readonly scopes: ReadonlyArray<string>
+  readonly is_parent: boolean
+  readonly user_id: string | null
+  /** `revoked` once revoked, `expired` once its expiry passed, else `active`. */
+  readonly status: "active" | "revoked" | "expired"
+  readonly expires_at: string | null
+  readonly revoked_at: string | null
+  readonly created_at: string
+}
+
+const listedChannel = (c: ChannelRecord): ListedChannel => ({
+  channel_id: c.id,
+  tenant_id: c.tenant_id,
+  type: c.platform,
+  name: c.name,
+  external_id: c.external_id,
+  status: c.status,
+  config: c.config,
+  created_at: c.created_at,
+  disconnected_at: c.disconnected_at
+})
+
+const listedApiKey = (k: ApiKeyRecord, at: string): ListedApiKey => ({
+  id: k.id,
+  tenant_id: k.tenant_id,
+  name: k.name,
+  prefix: k.prefix,
+  scopes: k.scopes,
+  is_parent: k.is_parent,
+  user_id: k.user_id,
+  status: k.revoked_at !== null
+    ? "revoked"
+    : k.expires_at !== null && Date.parse(k.expires_at) <= Date.parse(at)
+    ? "expired"
+    : "active",
+  expires_at: k.expires_at,
+  revoked_at: k.revoked_at,
+  created_at: k.created_at
+})
+
+// Operator listings read the store a page at a time, so no single query is unbounded.
+const PAGE = 500
+
 /** The operator's commands (HOST.md's admin CLI): users, billing accounts, API keys, bootstrap. */
 export class Operator extends Context.Service<Operator, {
   readonly createUser: (email: string) => Effect.Effect<IssuedUser, OperatorError>
@@ -107,6 +163,10 @@ export class Operator extends Context.Service<Operator, {
     readonly address: string
     readonly displayName?: string | undefined
   }) => Effect.Effect<CreatedEmailIntegration, OperatorError>
+  /** The tenant's channels, newest first (`channel list`); never a secret. */
+  readonly listChannels: (tenantId: string) => Effect.Effect<{ readonly items: ReadonlyArray<ListedChannel> }, NotFound | StorageError>
+  /** The tenant's API keys, revoked and expired ones too, oldest first (`api-key list`); never a key nor its hash. */
+  readonly listApiKeys: (tenantId: string) => Effect.Effect<{ readonly items: ReadonlyArray<ListedApiKey> }, NotFound | StorageError>
   /** A new owner user, a billing account they own, a tenant in it and a parent key holding every scope. */
   readonly bootstrap: (input: {
     readonly email?: string
@@ -123,6 +183,23 @@ export class Operator extends Context.Service<Operator, {
       const channels = yield* ChannelService
       const providers = yield* ChannelProviders
       const email = yield* EmailService
+
+      const channelsOf = (tenantId: string) =>
+        Effect.gen(function*() {
+          const items: Array<ChannelRecord> = []
+          for (let page = 1;; page++) {
+            const listed = yield* channels.list(tenantId, { page, pageSize: PAGE })
+            items.push(...listed.items)
+            if (listed.items.length < PAGE || page * PAGE >= listed.total) return items
+          }
+        })
+
+      const existingTenant = (tenantId: string) =>
+        Effect.gen(function*() {
+          if (!isUuid(tenantId) || Option.isNone(yield* tenants.get(tenantId))) {
+            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+          }
+        })
 
       const createUser = Effect.fn("Operator.createUser")(function*(email: string) {
         if (!EMAIL_PATTERN.test(email.trim()) || email.length > 254) {
@@ -276,6 +353,15 @@ export class Operator extends Context.Service<Operator, {
       })
 
       return Operator.of({
+        listChannels: Effect.fn("Operator.listChannels")(function*(tenantId: string) {
+          yield* existingTenant(tenantId)
+          return { items: (yield* channelsOf(tenantId)).map(listedChannel) }
+        }),
+        listApiKeys: Effect.fn("Operator.listApiKeys")(function*(tenantId: string) {
+          yield* existingTenant(tenantId)
+          const at = yield* now
+          return { items: (yield* keys.listByTenant(tenantId)).map((key) => listedApiKey(key, at)) }
+        }),
         createChannel,
         createEmailIntegration,
         createUser,

@@ -25,7 +25,7 @@ const SPLIT_NOTE =
   "Validation failed: `detail` lists {loc, msg, type}. `type: split_exceeds_60_days` when split sending cannot reach the audience (as estimated now) within the 60 days a split may last; its `ctx` gives max_days, days_needed, recipients, channel_id and smallest_daily_batch"
 
 const WARMUP_NOTE =
-  "409 with code warmup_acknowledgement_required (and the warm-up check) when a warming-up number would reach more than 250 people at once unconfirmed: send again with warmup_acknowledged: true"
+  "409 `{detail: {code: warmup_acknowledgement_required, message, warmup}}` (warmup: the warm-up check) when a warming-up number would reach more than 250 people at once unconfirmed: send again with warmup_acknowledged: true"
 
 /** Every route of the campaigns area. */
 export const campaignRoutes = [

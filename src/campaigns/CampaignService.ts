@@ -8,7 +8,7 @@ import { TemplateService } from "../templates/TemplateService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { MessageService, nextOutboundStatus } from "../messages/MessageService.ts"
 import { ChatPlatform } from "../ports/ChatPlatform.ts"
-import { type ChannelUnavailable, Conflict, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
+import { type ChannelUnavailable, Conflict, errorBody, FailedWithBody, InvalidRequest, NotFound } from "../kernel/ApiError.ts"
 import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { type ChatappStatusHandler, type ChatappStatusInput, settleStatuses } from "../kernel/ChatappEvents.ts"
 import { newId } from "../kernel/Id.ts"
@@ -176,11 +176,11 @@ export class CampaignService extends Context.Service<CampaignService, {
             return Effect.fail(
               new FailedWithBody({
                 status: 409,
-                body: {
-                  detail: "A number of this campaign is warming up and would reach more than 250 people at once. Check GET /campaigns/{id}/warmup-check, then send again with warmup_acknowledged: true (or use split sending with a first batch of 250 or fewer)",
-                  code: "warmup_acknowledgement_required",
-                  warmup: check
-                }
+                body: errorBody(
+                  "warmup_acknowledgement_required",
+                  "A number of this campaign is warming up and would reach more than 250 people at once. Check GET /campaigns/{id}/warmup-check, then send again with warmup_acknowledged: true (or use split sending with a first batch of 250 or fewer)",
+                  { warmup: check }
+                )
               })
             )
         }

@@ -88,6 +88,22 @@ export const ContactList = Schema.Struct({
   pagination: PaginationInfo
 })
 
+/** Response of `DELETE /contacts/{contact_id}`: what the erasure did. */
+export const ContactDeleted = Schema.Struct({
+  id: Schema.String,
+  deleted: Schema.Literal(true),
+  /** The contact's conversations, kept without its personal data (closed if they were open). */
+  conversation_ids: Schema.Array(Schema.String),
+  /** Chat-app and email messages whose text and content were erased. */
+  messages_erased: Schema.Int,
+  /** Emails whose addresses, subject, bodies and headers were erased. */
+  emails_erased: Schema.Int,
+  /** Files of those messages and emails deleted, bytes and records. */
+  files_deleted: Schema.Int
+})
+/** Response of `DELETE /contacts/{contact_id}`. */
+export type ContactDeleted = typeof ContactDeleted.Type
+
 /** The wire form of a stored contact. */
 export const toContact = (record: ContactRecord): Contact => ({
   id: record.id,

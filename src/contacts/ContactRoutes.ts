@@ -2,7 +2,8 @@ import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
 import { pathId } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
-import { Contact, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+import { Contact, ContactDeleted, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+import { ContactErasureService } from "./ContactErasureService.ts"
 import { ContactService } from "./ContactService.ts"
 
 /** Default and largest `page_size` of `GET /contacts`. */
@@ -71,6 +72,22 @@ export const contactRoutes = [
       Effect.gen(function*() {
         const id = yield* contactId(params)
         return toContact(yield* (yield* ContactService).update(principal.tenantId, id, body))
+      })
+  }),
+  route({
+    method: "DELETE",
+    path: "/contacts/{contact_id}",
+    operationId: "deleteContact",
+    summary:
+      "Erase a contact (contact.deleted): the contact, its tags, list subscriptions and opt-outs are deleted; its conversations stay, closed, with their messages' and emails' text, content, subjects, addresses and headers erased and their files deleted (bytes and records); campaign recipients stay, naming nobody",
+    tag: "Contacts",
+    auth: { kind: "api_key", scopes: ["contacts:delete"] },
+    response: { status: 200, schema: ContactDeleted, description: "The contact is erased; what went with it" },
+    errors: [404],
+    handle: ({ principal, params }) =>
+      Effect.gen(function*() {
+        const id = yield* contactId(params)
+        return yield* (yield* ContactErasureService).erase(principal.tenantId, id)
       })
   })
 ]

@@ -1,3 +1,4 @@
 /** Contacts. */
-export { Contact, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+export { Contact, ContactDeleted, ContactList, CreateContactRequest, toContact, UpdateContactRequest } from "./Contact.ts"
+export { ContactErasureService } from "./ContactErasureService.ts"
 export { ContactService } from "./ContactService.ts"

@@ -3,7 +3,7 @@ import type { AttachmentService } from "../attachments/AttachmentService.ts"
 import type { ContactService } from "../contacts/ContactService.ts"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import type { MessageService } from "../messages/MessageService.ts"
-import { FailedWithBody, InvalidRequest, type NotFound } from "../kernel/ApiError.ts"
+import { errorBody, FailedWithBody, InvalidRequest, type NotFound } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -93,11 +93,12 @@ export const makeSendEmail = (deps: SendingDeps) => {
     if (total > MAX_EMAIL_ATTACHMENT_BYTES) {
       return yield* new FailedWithBody({
         status: 413,
-        body: {
-          detail: `Email attachments total ${megabytes(total)}; at most ${
+        body: errorBody(
+          "email_too_large",
+          `Email attachments total ${megabytes(total)}; at most ${
             megabytes(MAX_EMAIL_ATTACHMENT_BYTES)
           } raw per email across all files and inline images. Nothing was sent.`
-        }
+        )
       })
     }
     const inlineUploads = input.inlineAllowed && input.html !== null
@@ -112,7 +113,7 @@ export const makeSendEmail = (deps: SendingDeps) => {
       Effect.mapError((error) =>
         new FailedWithBody({
           status: 503,
-          body: { detail: `A file could not be read (${error.message}); nothing was sent. Try again.` }
+          body: errorBody("file_unreadable", `A file could not be read (${error.message}); nothing was sent. Try again.`)
         })
       )
     )
@@ -192,11 +193,10 @@ export const makeSendEmail = (deps: SendingDeps) => {
       yield* store.updateMessage(tenantId, { ...pending.email, status: "failed", error: reason, updated_at: updatedAt })
       return yield* new FailedWithBody({
         status: sent.failure.reason === "Unavailable" ? 503 : 502,
-        body: {
-          detail: `The email could not be sent: ${reason}`,
+        body: errorBody("email_not_sent", `The email could not be sent: ${reason}`, {
           message_id: pending.message.id,
           email_message_id: emailId
-        }
+        })
       })
     }
     return yield* transactor.withTransaction(Effect.gen(function*() {

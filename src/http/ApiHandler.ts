@@ -1,7 +1,7 @@
 import { EncodedJson } from "../kernel/EncodedJson.ts"
 import { Cause, Effect, Schema } from "effect"
-import { ApiKeyAuth } from "../auth/ApiKeyAuth.ts"
-import { type ApiError, InvalidRequest, MissingScope } from "../kernel/ApiError.ts"
+import { ApiKeyAuth, USER_TOKEN_KIND } from "../auth/ApiKeyAuth.ts"
+import { type ApiError, errorBody, InvalidRequest, MissingScope } from "../kernel/ApiError.ts"
 import type { ApiKeyPrincipal, UserPrincipal } from "../kernel/Principal.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 import { toCodedErrorResponse, toErrorResponse } from "./ErrorResponse.ts"
@@ -10,7 +10,7 @@ import { makeOpenApiDocument } from "./OpenApi.ts"
 import { DEFAULT_MAX_BODY_BYTES, PayloadTooLarge, readJsonBody, UnsupportedMediaType } from "./RequestBody.ts"
 import { observeRequest, type RequestFacts } from "./RequestTelemetry.ts"
 import { bodyIsOptional, type Route } from "./Route.ts"
-import { toValidationIssues } from "./ValidationIssues.ts"
+import { toValidationIssues, unknownField } from "./ValidationIssues.ts"
 
 /** A web-standard request handler: mount it in any server that speaks `Request` / `Response`. */
 export type ApiHandler = (request: Request) => Promise<Response>
@@ -47,7 +47,9 @@ type Resolved<R> =
 const compile = <R>(route: Route<R>): CompiledRoute<R> => ({
   route,
   segments: route.path.split("/").filter((s) => s !== ""),
-  decodeQuery: route.query && Schema.decodeUnknownEffect(route.query, { errors: "all" }),
+  // An unknown query parameter is refused as an unknown body field is (422 `extra_forbidden`): a
+  // filter the route does not know would otherwise be ignored and look applied.
+  decodeQuery: route.query && Schema.decodeUnknownEffect(route.query, { errors: "all", onExcessProperty: "error" }),
   decodeBody: route.body && Schema.decodeUnknownEffect(route.body, { errors: "all", onExcessProperty: "error" }),
   bodyOptional: route.body !== undefined && bodyIsOptional(route.body),
   encodeResponse: Schema.encodeUnknownEffect(route.response.schema)
@@ -74,6 +76,14 @@ const decodeSegments = (pathname: string): ReadonlyArray<string> | undefined => 
   } catch {
     return undefined
   }
+}
+
+/** A route without a query schema takes no query parameter: each one sent is an unknown field. */
+const refuseAnyQuery = (query: Readonly<Record<string, string>>): Effect.Effect<undefined, InvalidRequest> => {
+  const names = Object.keys(query)
+  return names.length === 0 ? Effect.succeed(undefined) : Effect.fail(
+    new InvalidRequest({ issues: names.map((name) => unknownField(["query", name])) })
+  )
 }
 
 const bearerOf = (request: Request): string | undefined => {
@@ -105,7 +115,13 @@ export const makeApiHandler = <R>(
     const authenticate = (request: Request, route: Route<R>) =>
       Effect.gen(function*() {
         if (route.auth.kind === "user") return yield* auth.authenticateUser(bearerOf(request))
-        const principal = yield* auth.authenticate(bearerOf(request), request.headers.get("x-tenant-id") ?? undefined)
+        const bearer = bearerOf(request)
+        // A route taking either credential tells them apart by their prefix.
+        if (route.auth.kind === "api_key_or_user" && bearer?.startsWith(`${USER_TOKEN_KIND}_`)) {
+          return yield* auth.authenticateUser(bearer)
+        }
+        const principal = yield* auth.authenticate(bearer, request.headers.get("x-tenant-id") ?? undefined)
+        if (route.auth.kind === "api_key_or_user") return principal
         const required = route.auth.scopes
         if (!required.some((scope) => principal.scopes.has(scope))) {
           return yield* new MissingScope({ scopes: required })
@@ -117,9 +133,12 @@ export const makeApiHandler = <R>(
       Effect.gen(function*() {
         const principal: ApiKeyPrincipal | UserPrincipal = yield* authenticate(request, match.route)
         if (principal.kind === "api_key") facts.tenantId = principal.tenantId
-        const query = match.decodeQuery === undefined ? undefined : yield* match.decodeQuery(
-          Object.fromEntries(url.searchParams.entries())
-        ).pipe(Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["query"]) })))
+        const rawQuery = Object.fromEntries(url.searchParams.entries())
+        const query = match.decodeQuery === undefined
+          ? yield* refuseAnyQuery(rawQuery)
+          : yield* match.decodeQuery(rawQuery).pipe(
+            Effect.mapError((e) => new InvalidRequest({ issues: toValidationIssues(e.issue, ["query"]) }))
+          )
         const body = match.decodeBody === undefined ? undefined : yield* readJsonBody(request, maxBodyBytes, { optional: match.bodyOptional }).pipe(
           Effect.flatMap((raw) =>
             match.decodeBody!(raw).pipe(
@@ -138,7 +157,7 @@ export const makeApiHandler = <R>(
     // so the request's span is named by the route template.
     const resolve = (request: Request, url: URL): Resolved<R> => {
       if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
-        return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+        return { _tag: "Answer", route: undefined, answer: () => json(404, errorBody("not_found", "Not Found")) }
       }
       const sub = url.pathname.slice(basePath.length)
       if (sub === "/openapi.json" && request.method === "GET") {
@@ -149,7 +168,7 @@ export const makeApiHandler = <R>(
         }
       }
       const path = decodeSegments(sub)
-      if (path === undefined) return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+      if (path === undefined) return { _tag: "Answer", route: undefined, answer: () => json(404, errorBody("not_found", "Not Found")) }
       const allowed: Array<string> = []
       for (const candidate of compiled) {
         const params = matchPath(candidate.segments, path)
@@ -164,20 +183,20 @@ export const makeApiHandler = <R>(
         return {
           _tag: "Answer",
           route: undefined,
-          answer: () => json(405, { detail: "Method Not Allowed" }, { allow: allowed.join(", ") })
+          answer: () => json(405, errorBody("method_not_allowed", "Method Not Allowed"), { allow: allowed.join(", ") })
         }
       }
-      return { _tag: "Answer", route: undefined, answer: () => json(404, { detail: "Not Found" }) }
+      return { _tag: "Answer", route: undefined, answer: () => json(404, errorBody("not_found", "Not Found")) }
     }
 
     const serve = (request: Request, url: URL, candidate: CompiledRoute<R>, params: Record<string, string>, facts: RequestFacts) =>
       run(request, candidate, params, url, facts).pipe(
         Effect.catch((error: ApiError | StorageError | PayloadTooLarge | UnsupportedMediaType) => {
           if (error instanceof PayloadTooLarge) {
-            return Effect.succeed(json(413, { detail: `Request body too large; the limit is ${error.limit} bytes` }))
+            return Effect.succeed(json(413, errorBody("payload_too_large", `Request body too large; the limit is ${error.limit} bytes`)))
           }
           if (error instanceof UnsupportedMediaType) {
-            return Effect.succeed(json(415, { detail: "Content-Type must be application/json" }))
+            return Effect.succeed(json(415, errorBody("unsupported_media_type", "Content-Type must be application/json")))
           }
           const answer = candidate.route.errorStyle === "coded" ? toCodedErrorResponse(error) : toErrorResponse(error)
           return Effect.succeed(json(answer.status, answer.body, answer.headers))
@@ -194,7 +213,7 @@ export const makeApiHandler = <R>(
           Effect.catchCause((cause) =>
             Effect.as(
               Effect.logError("unexpected failure", Cause.pretty(cause)),
-              json(500, { detail: "Internal server error" })
+              json(500, errorBody("internal_error", "Internal server error"))
             )
           )
         ))

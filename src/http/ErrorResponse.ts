@@ -1,4 +1,4 @@
-import type { ApiError } from "../kernel/ApiError.ts"
+import { type ApiError, errorBody } from "../kernel/ApiError.ts"
 import type { StorageError } from "../ports/StorageError.ts"
 
 /** A status and JSON body to answer with, plus any headers. */
@@ -12,49 +12,47 @@ export interface ErrorResponse {
 export const toErrorResponse = (error: ApiError | StorageError): ErrorResponse => {
   switch (error._tag) {
     case "Unauthenticated":
-      return { status: 401, body: { detail: error.message }, headers: { "www-authenticate": "Bearer" } }
+      return { status: 401, body: errorBody("unauthenticated", error.message), headers: { "www-authenticate": "Bearer" } }
     case "MissingScope":
+      // The spec shows a missing scope as a plain string.
       return { status: 403, body: { detail: `Missing required permission(s): ${error.scopes.join(" or ")}` } }
     case "Forbidden":
-      return { status: 403, body: { detail: error.message } }
+      return { status: 403, body: errorBody("forbidden", error.message) }
     case "NotFound":
-      return { status: 404, body: { detail: error.message } }
+      return { status: 404, body: error.plain === true ? { detail: error.message } : errorBody("not_found", error.message) }
     case "Conflict":
-      return { status: 409, body: { detail: error.message } }
+      return { status: 409, body: errorBody(error.code ?? "conflict", error.message) }
     case "InvalidRequest":
       return { status: 422, body: { detail: error.issues } }
     case "FeatureDisabled":
-      return {
-        status: 403,
-        body: { detail: { code: "feature_disabled", feature: error.feature, message: error.message } }
-      }
+      return { status: 403, body: errorBody("feature_disabled", error.message, { feature: error.feature }) }
     case "OperatorFailed":
       return {
         status: error.status,
-        body: {
-          detail: {
-            code: error.code,
-            message: error.message,
-            operator: error.operator,
-            ...(error.message_id === undefined ? {} : { message_id: error.message_id })
-          }
-        },
+        body: errorBody(error.code, error.message, {
+          operator: error.operator,
+          ...(error.message_id === undefined ? {} : { message_id: error.message_id })
+        }),
         ...(error.status === 429 || error.status === 503 ? { headers: { "retry-after": error.status === 429 ? "60" : "5" } } : {})
       }
     case "FailedWithBody":
       return { status: error.status, body: error.body, ...(error.headers === undefined ? {} : { headers: error.headers }) }
     case "BadRequest":
-      return { status: 400, body: { detail: error.message } }
+      return { status: 400, body: error.plain === true ? { detail: error.message } : errorBody(error.code ?? "bad_request", error.message) }
     case "ChannelUnavailable":
-      return { status: 400, body: { detail: error.message, code: "channel_unavailable", channel_id: error.channel_id } }
+      return { status: 400, body: errorBody("channel_unavailable", error.message, { channel_id: error.channel_id }) }
     case "StorageError":
       return error.isRetryable
-        ? { status: 503, body: { detail: "Storage is temporarily unavailable; retry shortly" }, headers: { "retry-after": "1" } }
-        : { status: 500, body: { detail: "Internal server error" } }
+        ? {
+          status: 503,
+          body: errorBody("storage_unavailable", "Storage is temporarily unavailable; retry shortly"),
+          headers: { "retry-after": "1" }
+        }
+        : { status: 500, body: errorBody("internal_error", "Internal server error") }
   }
 }
 
-// The spec's webhook error codes; failures it does not name keep the plain `detail` form.
+// The spec's webhook error codes; failures it does not name keep their codes.
 const CODES: Partial<Record<(ApiError | StorageError)["_tag"], string>> = {
   Unauthenticated: "INVALID_TOKEN",
   MissingScope: "INSUFFICIENT_SCOPE",
@@ -72,9 +70,11 @@ export const toCodedErrorResponse = (error: ApiError | StorageError): ErrorRespo
   const detail = (plain.body as { readonly detail: unknown }).detail
   const message = error._tag === "InvalidRequest"
     ? error.issues.map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; ")
-    : String(detail)
+    : typeof detail === "string"
+    ? detail
+    : String((detail as { readonly message: unknown }).message)
   return {
     ...plain,
-    body: { detail: { code, message, ...(error._tag === "InvalidRequest" ? { errors: error.issues } : {}) } }
+    body: errorBody(code, message, error._tag === "InvalidRequest" ? { errors: error.issues } : {})
   }
 }

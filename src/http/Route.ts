@@ -8,10 +8,14 @@ import type { StorageError } from "../ports/StorageError.ts"
 /** A JSON schema the router decodes with; decoding and encoding need no services. */
 export type WireSchema<T> = Schema.Codec<T, unknown, never, never>
 
-/** Who may call a route: an API key holding any one of `scopes`, or a user token. */
+/**
+ * Who may call a route: an API key holding any one of `scopes`, a user token, or either of them
+ * (`api_key_or_user`: any API key, whatever its scopes, its `X-Tenant-ID` checked as always).
+ */
 export type AuthRequirement =
   | { readonly kind: "api_key"; readonly scopes: ReadonlyArray<Scope> }
   | { readonly kind: "user" }
+  | { readonly kind: "api_key_or_user" }
 
 /** What a route handler receives, already authenticated and decoded. */
 export interface RouteInput<P, Q, B> {
@@ -47,6 +51,11 @@ export interface Route<R> {
   }
   /** Statuses this operation can answer besides success and the auth failures, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
+  /**
+   * A body some of this operation's failures answer with instead of the common error body (an
+   * adoption's `success: false` answer), for the OpenAPI document.
+   */
+  readonly failureBody?: WireSchema<unknown> | undefined
   /** What some of those statuses mean for this operation, where the general description does not fit. */
   readonly errorDescriptions?: Readonly<Record<number, string>> | undefined
   /**
@@ -59,7 +68,9 @@ export interface Route<R> {
   ) => Effect.Effect<unknown, ApiError | StorageError, R>
 }
 
-type PrincipalOf<A extends AuthRequirement> = A extends { readonly kind: "user" } ? UserPrincipal : ApiKeyPrincipal
+type PrincipalOf<A extends AuthRequirement> = A extends { readonly kind: "user" } ? UserPrincipal
+  : A extends { readonly kind: "api_key_or_user" } ? ApiKeyPrincipal | UserPrincipal
+  : ApiKeyPrincipal
 
 /**
  * Declares a route with its types tied together: the handler sees the decoded query and body
@@ -83,6 +94,7 @@ export const route = <A extends AuthRequirement, O, R, Q = undefined, B = undefi
     readonly alternatives?: Readonly<Record<number, string>>
   }
   readonly errors?: ReadonlyArray<number>
+  readonly failureBody?: WireSchema<unknown>
   readonly errorDescriptions?: Readonly<Record<number, string>>
   readonly errorStyle?: "detail" | "coded"
   /** Returns the answer, or its JSON text already written (`EncodedJson`), sent as it is. */

@@ -5,6 +5,13 @@ const format = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const messageOf = (issue: SchemaIssue.Issue): string => format(issue).issues[0]?.message ?? "Invalid value"
 
+/** The issue of a field the schema does not declare (a body field or a query parameter). */
+export const unknownField = (loc: ReadonlyArray<string | number>): ValidationIssue => ({
+  loc: [...loc],
+  msg: "Unknown field",
+  type: "extra_forbidden"
+})
+
 /**
  * Flattens a Schema decoding issue into FastAPI-style `{loc, msg, type}` entries, one per
  * failing field, with `loc` starting at `root` (`body`, `query`, …).
@@ -38,7 +45,7 @@ export const toValidationIssues = (
         out.push({ loc, msg: "Field required", type: "missing" })
         return
       case "UnexpectedKey":
-        out.push({ loc, msg: "Unknown field", type: "extra_forbidden" })
+        out.push(unknownField(loc))
         return
       case "InvalidType":
         out.push({ loc, msg: messageOf(node), type: "type_error" })

@@ -3,6 +3,7 @@ import { inMemoryResponse } from "../http/InMemoryResponse.ts"
 import { limitedBody, readLimited } from "../http/RequestBody.ts"
 import { observeRequest } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
+import { errorBody } from "../kernel/ApiError.ts"
 import { countInboundReceived } from "../kernel/Metrics.ts"
 import { InboundService } from "./InboundService.ts"
 
@@ -17,6 +18,9 @@ export const MAX_CHATAPP_PAYLOAD_BYTES = 3 * 1024 * 1024
 
 const text = (status: number, body: string) => inMemoryResponse(status, body, { "content-type": "text/plain; charset=utf-8" })
 const json = (status: number, body: unknown) => inMemoryResponse(status, JSON.stringify(body), { "content-type": "application/json" })
+// A failure in the API's one error body, `{"detail": {"code", "message"}}`.
+const failure = (status: number, code: string, message: string) => json(status, errorBody(code, message))
+const UNAVAILABLE = () => failure(503, "temporarily_unavailable", "Temporarily unavailable; retry")
 
 /**
  * The handler of `GET` and `POST /webhooks/chatapp` and `POST /webhooks/email/{id}` (outside
@@ -33,26 +37,28 @@ export const makeInboundHandler = Effect.gen(function*() {
     const contentType = request.headers.get("content-type")
     const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase()
     if (mediaType !== "message/rfc822" && mediaType !== "application/octet-stream" && mediaType !== "text/plain") {
-      return Effect.succeed(json(415, { detail: "Send the email as raw RFC 5322 bytes with Content-Type: message/rfc822" }))
+      return Effect.succeed(
+        failure(415, "unsupported_media_type", "Send the email as raw RFC 5322 bytes with Content-Type: message/rfc822")
+      )
     }
     return Effect.gen(function*() {
       // The secret is checked before the body is read: a stranger's upload is not taken in.
       if (!(yield* service.authenticateEmail(integrationId, request.headers.get("authorization")))) {
-        return json(401, { detail: "Invalid credentials" })
+        return failure(401, "invalid_credentials", "Invalid credentials")
       }
       // Streamed into storage as it arrives: the route never holds the email whole.
       const body = yield* limitedBody(request, MAX_RECEIVED_EMAIL_BYTES)
       const outcome = yield* service.receiveEmail(integrationId, request.headers.get("authorization"), body, contentType)
-      return outcome.stored ? json(200, { received: true, id: outcome.id }) : json(401, { detail: "Invalid credentials" })
+      return outcome.stored ? json(200, { received: true, id: outcome.id }) : failure(401, "invalid_credentials", "Invalid credentials")
     }).pipe(
       Effect.catchTags({
         PayloadTooLarge: () =>
-          Effect.succeed(json(413, { detail: `An email may be at most ${MAX_RECEIVED_EMAIL_BYTES / 1024 / 1024} MB` })),
-        BadRequest: (error) => Effect.succeed(json(400, { detail: error.message })),
-        StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" })),
+          Effect.succeed(failure(413, "payload_too_large", `An email may be at most ${MAX_RECEIVED_EMAIL_BYTES / 1024 / 1024} MB`)),
+        BadRequest: (error) => Effect.succeed(failure(400, "bad_request", error.message)),
+        StorageError: () => Effect.sync(UNAVAILABLE),
         BlobStoreError: (error) =>
           Effect.logError("a received email could not be written to the blob store", error).pipe(
-            Effect.as(json(503, { detail: "Temporarily unavailable; retry" }))
+            Effect.map(UNAVAILABLE)
           )
       })
     )
@@ -63,7 +69,7 @@ export const makeInboundHandler = Effect.gen(function*() {
       return receiveEmail(request, decodeURIComponent(url.pathname.slice(EMAIL_WEBHOOK_PREFIX.length)))
         .pipe(Effect.tap(countInboundReceived("email")))
     }
-    if (url.pathname !== CHATAPP_WEBHOOK_PATH) return Effect.succeed(json(404, { detail: "Not Found" }))
+    if (url.pathname !== CHATAPP_WEBHOOK_PATH) return Effect.succeed(failure(404, "not_found", "Not Found"))
     if (request.method === "GET") {
       return Effect.succeed(Option.match(service.handshake(url.searchParams), {
         onNone: () => text(403, "Forbidden"),
@@ -81,12 +87,12 @@ export const makeInboundHandler = Effect.gen(function*() {
           request.headers.get("content-type")
         )
       ),
-      Effect.map((outcome) => outcome.stored ? json(200, { received: true }) : json(401, { detail: "Invalid signature" })),
+      Effect.map((outcome) => outcome.stored ? json(200, { received: true }) : failure(401, "invalid_signature", "Invalid signature")),
       Effect.catchTags({
-        PayloadTooLarge: () => Effect.succeed(json(413, { detail: "Payload too large" })),
-        BadRequest: (error) => Effect.succeed(json(400, { detail: error.message })),
+        PayloadTooLarge: () => Effect.succeed(failure(413, "payload_too_large", "Payload too large")),
+        BadRequest: (error) => Effect.succeed(failure(400, "bad_request", error.message)),
         // The operator retries what was not answered 2xx: a brief storage failure loses nothing.
-        StorageError: () => Effect.succeed(json(503, { detail: "Temporarily unavailable; retry" }))
+        StorageError: () => Effect.sync(UNAVAILABLE)
       }),
       Effect.tap(countInboundReceived("chatapp"))
     )

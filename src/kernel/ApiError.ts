@@ -13,6 +13,20 @@ export const ValidationIssue = Schema.Struct({
 /** One problem with a request. */
 export type ValidationIssue = typeof ValidationIssue.Type
 
+/**
+ * The one error body: a machine-readable `code`, a `message` for people, and any fields the code
+ * adds, under `detail` (`{"detail": {"code", "message", …}}`), as the spec writes its coded errors.
+ * The spec's own literal bodies (a 422's list of issues, a missing scope's plain string, the
+ * attachment catalogue's texts, summary rate limits, an unsupported URL type) keep their forms.
+ */
+export const errorBody = (
+  code: string,
+  message: string,
+  extra: Readonly<Record<string, unknown>> = {}
+): { readonly detail: { readonly code: string; readonly message: string } & Readonly<Record<string, unknown>> } => ({
+  detail: { code, message, ...extra }
+})
+
 /** The credential is missing, malformed, unknown, revoked or expired (401). */
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", {
   message: Schema.String
@@ -28,14 +42,20 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
   message: Schema.String
 }) {}
 
-/** The resource does not exist in the caller's tenant, or the caller may not know it exists (404). */
+/**
+ * The resource does not exist in the caller's tenant, or the caller may not know it exists (404):
+ * code `not_found`. `plain` where the spec gives the text as the body itself (`{"detail": "<message>"}`:
+ * the attachment catalogue's `Attachment {id} not found`).
+ */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  message: Schema.String
+  message: Schema.String,
+  plain: Schema.optionalKey(Schema.Boolean)
 }) {}
 
-/** The request collides with existing state, such as a taken slug (409). */
+/** The request collides with existing state, such as a taken slug (409): code `conflict` unless `code` names it. */
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
-  message: Schema.String
+  message: Schema.String,
+  code: Schema.optionalKey(Schema.String)
 }) {}
 
 /** The request body, query or headers failed validation (422, a list of issues). */
@@ -53,15 +73,21 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   }
 }
 
-/** A request the service cannot process as sent, with a plain message (400). */
+/**
+ * A request the service cannot process as sent (400): code `bad_request` unless `code` names it.
+ * `plain` where the spec gives the text as the body itself (`{"detail": "<message>"}`: the attachment
+ * catalogue's texts, such as `URL not allowed`).
+ */
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
-  message: Schema.String
+  message: Schema.String,
+  code: Schema.optionalKey(Schema.String),
+  plain: Schema.optionalKey(Schema.Boolean)
 }) {}
 
 /**
  * The channel a request names (or its conversation's channel) cannot carry it: not a chat-app
  * channel, disconnected, or without a business account and an access token. The same on every
- * route: 400 `{detail, code: "channel_unavailable", channel_id}`.
+ * route: 400 `{"detail": {"code": "channel_unavailable", "message", "channel_id"}}`.
  */
 export class ChannelUnavailable extends Schema.TaggedError<ChannelUnavailable>()("ChannelUnavailable", {
   channel_id: Schema.String,

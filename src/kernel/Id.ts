@@ -36,12 +36,15 @@ export const pathId = (
   return isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(new NotFound({ message: `${what} ${id} not found` }))
 }
 
+// `format: uuid` on both sides, so the OpenAPI document says so whichever side it shows.
+const UuidText = Schema.String.annotate({ format: "uuid" })
+
 /** A UUID in a query or body, any case, decoded lower-cased (ids are stored lower-case). */
-export const UuidString = Schema.String.check(
+export const UuidString = UuidText.check(
   Schema.isPattern(UUID_PATTERN, { message: "Must be a UUID" })
 ).pipe(
   Schema.decodeTo(
-    Schema.String,
+    UuidText,
     SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })
   )
 )
@@ -50,13 +53,13 @@ export const UuidString = Schema.String.check(
  * An attachment id in a send request's list: a UUID, decoded lower-cased. Anything else (a raw URL,
  * typically) fails naming its element, with the way to send a file from a URL.
  */
-export const AttachmentIdString = Schema.String.check(
+export const AttachmentIdString = UuidText.check(
   Schema.isPattern(UUID_PATTERN, {
     message: "Must be an attachment id (a UUID); to send a file from a URL, call POST /attachments/from-url first and pass the id it returns"
   })
 ).pipe(
   Schema.decodeTo(
-    Schema.String,
+    UuidText,
     SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })
   )
 )

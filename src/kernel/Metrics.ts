@@ -225,7 +225,8 @@ export const OPERATOR_OPERATIONS = [
   "create_template",
   "browse_library",
   "phone_number",
-  "fetch_media"
+  "fetch_media",
+  "upload_media"
 ] as const
 
 /** The operator's error kinds (`OperatorErrorKind`). */

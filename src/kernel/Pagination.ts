@@ -5,8 +5,9 @@ import { Schema, SchemaTransformation } from "effect"
 export const WholeNumberFromString = Schema.String.check(
   Schema.isPattern(/^[0-9]{1,9}$/, { message: "Must be a whole number" })
 ).pipe(
+  // Decoded as an integer, so the OpenAPI document (built from the decoded side) says `integer`.
   Schema.decodeTo(
-    Schema.Number,
+    Schema.Int,
     SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })
   )
 )

@@ -8,6 +8,8 @@ export interface ApiKeyPrincipal {
   readonly tenantId: string
   /** The tenant the key was issued in. */
   readonly homeTenantId: string
+  /** A parent key may act in the other active tenants of its tenant's billing account (`X-Tenant-ID`). */
+  readonly isParent: boolean
   readonly scopes: ReadonlySet<Scope>
   /** The user a bound key acts as (`api-key create --user`); null when the key is bound to nobody. */
   readonly userId: string | null

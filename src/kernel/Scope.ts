@@ -13,6 +13,7 @@ export const ALL_SCOPES = [
   "contacts:read",
   "contacts:create",
   "contacts:update",
+  "contacts:delete",
   "webhooks:read",
   "webhooks:create",
   "webhooks:update",

@@ -44,7 +44,18 @@ export type Message = typeof Message.Type
 /** Response of `GET /messages`. */
 export const MessageList = Schema.Struct({ items: Schema.Array(Message), pagination: PaginationInfo })
 
-/** Body of `POST /messages`: chat-app text, or an email's plain text, subject and files, in an open conversation. */
+/**
+ * Response of `POST /messages`: the message (a chat-app file send: its first file's); a chat-app
+ * file send adds `messages`, every message it made (one per file, the first included), in order.
+ */
+export const SendMessageResponse = Schema.Struct({ ...Message.fields, messages: Schema.optionalKey(Schema.Array(Message)) })
+/** Response of `POST /messages`. */
+export type SendMessageResponse = typeof SendMessageResponse.Type
+
+/**
+ * Body of `POST /messages`: chat-app text or files (`message_type` image, document, audio, video or
+ * sticker, one message per file), or an email's plain text, subject and files, in an open conversation.
+ */
 export const SendMessageRequest = Schema.Struct({
   conversation_id: Schema.String,
   text: Schema.optionalKey(Schema.String),

@@ -2,7 +2,7 @@ import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
 import { pathId, UuidString } from "../kernel/Id.ts"
 import { pageQueryFields, paginationInfo, toPageRequest } from "../kernel/Pagination.ts"
-import { Message, MessageList, SendMessageRequest } from "./Message.ts"
+import { Message, MessageList, SendMessageRequest, SendMessageResponse } from "./Message.ts"
 import { MessageService } from "./MessageService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { EmailService } from "../email/EmailService.ts"
@@ -55,11 +55,15 @@ export const messageRoutes = [
     path: "/messages",
     operationId: "sendMessage",
     summary:
-      "Send in a conversation (message.sent). Chat-app: text, only within the operator's 24-hour customer-service window (outside it, send an approved template). Email: plain text and files (attachment ids from the upload endpoints) in one email, all as regular file attachments, at most 20 MB in all; subject required unless the conversation has one",
+      "Send in a conversation (message.sent). Chat-app, only within the operator's 24-hour customer-service window (outside it, send an approved template): text, or files (attachment ids from the upload endpoints, at most 10) sent one message each, uploaded to the operator first, the text as the first file's caption; message_type image (JPEG/PNG ≤ 5 MB), video (MP4/3GPP ≤ 16 MB), audio (AAC/AMR/MP3/M4A/OGG ≤ 16 MB, no caption), document (any type ≤ 100 MB) or sticker (WebP ≤ 100 KB, animated ≤ 500 KB, no caption), else the first file's type decides; the answer is the first message with messages, all of them. Email: plain text and files in one email (never fanned out), all as regular file attachments, at most 20 MB in all; subject required unless the conversation has one",
     tag: "Messages",
     auth: { kind: "api_key", scopes: ["messages:create"] },
     body: SendMessageRequest,
-    response: { status: 201, schema: Message, description: "The message, accepted by the operator or the mail server (status sent)" },
+    response: {
+      status: 201,
+      schema: SendMessageResponse,
+      description: "The message, accepted by the operator or the mail server (status sent); a chat-app file send adds messages, one per file"
+    },
     errors: [400, 404, 413, 422, 429, 502, 503],
     handle: ({ principal, body }) =>
       Effect.gen(function*() {

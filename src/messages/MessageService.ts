@@ -4,7 +4,7 @@ import { ChannelService } from "../channels/ChannelService.ts"
 import { ContactService } from "../contacts/ContactService.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { conversationTarget, SummaryService } from "../summaries/SummaryService.ts"
-import { ChannelUnavailable, InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
+import { ChannelUnavailable, type FailedWithBody, InvalidRequest, NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import type { ChatappMessageHandler, ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
@@ -19,7 +19,15 @@ import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import { type MessageError, type MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import { OutboxStore } from "../ports/OutboxStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
-import { type Message, type MessageAttachmentWire, type SendMessageRequest, toMessage } from "./Message.ts"
+import {
+  type Message,
+  type MessageAttachmentWire,
+  type SendMessageRequest,
+  type SendMessageResponse,
+  toMessage
+} from "./Message.ts"
+import { CHATAPP_SEND_MEDIA_TYPES, isChatappSendMediaType, MAX_CHATAPP_FILES_PER_SEND } from "./ChatappMediaRules.ts"
+import { makeMediaSend } from "./ChatappMediaSend.ts"
 import { makeChatappInbound } from "./ChatappInbound.ts"
 import { makeOutboundLifecycle, type OutboundLifecycle, pendingMessage } from "./OutboundLifecycle.ts"
 import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
@@ -37,6 +45,13 @@ const WINDOW_CLOSED =
   "The chat-app customer-service window is closed: free-form messages can be sent only within 24 hours of the contact's last message. Send an approved template instead (POST /chatapp-templates/{template_id}/send)."
 
 export { Message } from "./Message.ts"
+export {
+  CHATAPP_MEDIA_RULES,
+  CHATAPP_SEND_MEDIA_TYPES,
+  type ChatappSendMediaType,
+  MAX_CAPTION_LENGTH,
+  MAX_CHATAPP_FILES_PER_SEND
+} from "./ChatappMediaRules.ts"
 export { MAX_MEDIA_BYTES } from "./ChatappInbound.ts"
 export type { OutgoingMessage, ReceivedMessage } from "./MessageRecording.ts"
 export { type OutboundDraft, type OutboundOutcome, pendingMessage } from "./OutboundLifecycle.ts"
@@ -62,11 +77,18 @@ export class MessageService extends Context.Service<MessageService, {
   readonly storeHandler: ChatappMessageHandler
   /** The inbound handler that moves an outbound message by the statuses the operator reports. */
   readonly statusHandler: ChatappStatusHandler
-  /** Sends chat-app text in a conversation whose customer-service window is open (`message.sent`). */
+  /**
+   * Sends chat-app text, or files (one operator message each, uploaded to the operator first, the
+   * text as the first file's caption), in a conversation whose customer-service window is open
+   * (`message.sent` each). A file send answers its first message with `messages`, all of them.
+   */
   readonly send: (
     tenantId: string,
     request: SendMessageRequest
-  ) => Effect.Effect<Message, NotFound | InvalidRequest | ChannelUnavailable | OperatorFailed | StorageError>
+  ) => Effect.Effect<
+    SendMessageResponse,
+    NotFound | InvalidRequest | ChannelUnavailable | OperatorFailed | FailedWithBody | StorageError
+  >
   /**
    * Sends what another area composed (a template) in a conversation, with no window check: stored
    * `pending`, then `sent` (`message.sent`), or `failed` with the operator's refusal (`OperatorFailed`
@@ -190,6 +212,8 @@ export class MessageService extends Context.Service<MessageService, {
         return settled!.wire ?? toMessage(settled!.record, [])
       })
 
+      const mediaSend = makeMediaSend({ messages, transactor, attachments, platform, lifecycle })
+
       const { recordReceived, recordPending, markSent, markFailed } = makeMessageRecording({
         messages,
         outbox,
@@ -206,16 +230,44 @@ export class MessageService extends Context.Service<MessageService, {
         storeHandler,
         statusHandler,
         send: Effect.fn("MessageService.send")(function*(tenantId, request) {
-          if ((request.attachments ?? []).length > 0) {
-            return yield* InvalidRequest.single(["body", "attachments"], "Sending files to a chat-app conversation is not available yet", "not_supported")
+          const files = request.attachments ?? []
+          const requested = request.message_type
+          if (requested !== undefined && requested !== "text" && !isChatappSendMediaType(requested)) {
+            return yield* InvalidRequest.single(
+              ["body", "message_type"],
+              `A chat-app conversation takes text, ${CHATAPP_SEND_MEDIA_TYPES.join(", ")}`,
+              "not_supported"
+            )
           }
-          if (request.message_type !== undefined && request.message_type !== "text") {
-            return yield* InvalidRequest.single(["body", "message_type"], "Only text can be sent to a chat-app conversation", "not_supported")
-          }
+          const media = files.length > 0 || (requested !== undefined && requested !== "text")
           const text = request.text ?? ""
-          if (text.trim() === "") return yield* InvalidRequest.single(["body", "text"], "Field required", "missing")
-          if (text.length > MAX_TEXT_LENGTH) {
-            return yield* InvalidRequest.single(["body", "text"], `At most ${MAX_TEXT_LENGTH} characters`, "string_too_long")
+          if (media) {
+            if (requested === "text") {
+              return yield* InvalidRequest.single(
+                ["body", "message_type"],
+                `A text message carries no files: name the files' type (${CHATAPP_SEND_MEDIA_TYPES.join(", ")}) or leave message_type out`,
+                "not_supported"
+              )
+            }
+            if (files.length === 0) {
+              return yield* InvalidRequest.single(
+                ["body", "attachments"],
+                `A ${requested} message needs a file: attachment ids from the upload endpoints`,
+                "missing"
+              )
+            }
+            if (new Set(files).size > MAX_CHATAPP_FILES_PER_SEND) {
+              return yield* InvalidRequest.single(
+                ["body", "attachments"],
+                `At most ${MAX_CHATAPP_FILES_PER_SEND} files per send, one chat-app message each`,
+                "too_long"
+              )
+            }
+          } else {
+            if (text.trim() === "") return yield* InvalidRequest.single(["body", "text"], "Field required", "missing")
+            if (text.length > MAX_TEXT_LENGTH) {
+              return yield* InvalidRequest.single(["body", "text"], `At most ${MAX_TEXT_LENGTH} characters`, "string_too_long")
+            }
           }
           const conversation = yield* Effect.catchTag(
             conversations.get(tenantId, request.conversation_id.toLowerCase()),
@@ -234,11 +286,20 @@ export class MessageService extends Context.Service<MessageService, {
           if (contact.phone === null) {
             return yield* InvalidRequest.single(["body", "conversation_id"], "The contact has no phone number", "contact_unreachable")
           }
+          // Every file is checked against the operator's limits before any call; without a
+          // message_type, the first file's type decides.
+          const plan = media
+            ? yield* mediaSend.plan(tenantId, files, requested !== undefined && isChatappSendMediaType(requested) ? requested : undefined, text)
+            : null
           const at = yield* now
           const windowOpen = conversation.last_inbound_at !== null &&
             Date.parse(at) - Date.parse(conversation.last_inbound_at) < CUSTOMER_SERVICE_WINDOW_MS
           if (!windowOpen) {
             return yield* InvalidRequest.single(["body", "conversation_id"], WINDOW_CLOSED, "customer_service_window_closed")
+          }
+          if (plan !== null) {
+            const sent = yield* mediaSend.send({ conversation, credentials: credentials.value, to: contact.phone, plan })
+            return { ...sent[0]!, messages: sent }
           }
           return yield* deliver({
             conversation,

@@ -25,4 +25,6 @@ export class ApiKeyStore extends Context.Service<ApiKeyStore, {
   readonly findByLookup: (lookup: string) => Effect.Effect<Option.Option<ApiKeyRecord>, StorageError>
   /** Marks the key revoked at `at`; `None` when no such key exists. Revoking twice keeps the first time. */
   readonly revoke: (id: string, at: string) => Effect.Effect<Option.Option<ApiKeyRecord>, StorageError>
+  /** Every key of the tenant, revoked and expired ones too, oldest first (ties by id): the operator's view. */
+  readonly listByTenant: (tenantId: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, StorageError>
 }>()("omnichannel-core/ports/ApiKeyStore") {}

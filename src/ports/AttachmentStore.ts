@@ -27,7 +27,18 @@ export interface AttachmentRecord {
   readonly created_at: string
 }
 
-/** Attachment records; every method is scoped by tenant id. */
+/** What `deleteUnsent` found: the record deleted, a record some message carries, or none. */
+export type UnsentDeletion =
+  | { readonly _tag: "Deleted"; readonly blob_key: string }
+  | {
+    readonly _tag: "Sent"
+    /** The chat-app or email message carrying it; null when only a team chat message carries it. */
+    readonly message_id: string | null
+    readonly conversation_id: string | null
+  }
+  | { readonly _tag: "Missing" }
+
+/** Attachment records; every method is scoped by tenant id (the prune, by its nature, is not). */
 export class AttachmentStore extends Context.Service<AttachmentStore, {
   readonly insert: (attachment: AttachmentRecord) => Effect.Effect<void, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Option.Option<AttachmentRecord>, StorageError>
@@ -43,4 +54,17 @@ export class AttachmentStore extends Context.Service<AttachmentStore, {
     messageId: string,
     conversationId: string
   ) => Effect.Effect<void, StorageError>
+  /**
+   * Deletes the tenant's attachment `id` (and its inline-image record) if nothing carries it: no
+   * message (`message_id` null), no email's file list and no team chat message. One atomic unit,
+   * joining the caller's transaction; a carried one is left as it is and reported `Sent`.
+   */
+  readonly deleteUnsent: (tenantId: string, id: string) => Effect.Effect<UnsentDeletion, StorageError>
+  /**
+   * The retention prune of uploads never sent: deletes up to `limit` attachments of any tenant made
+   * by an upload or a URL fetch (`upload`, `url`) strictly before `before`, that nothing carries (as
+   * `deleteUnsent`), oldest first, with their inline-image records, skipping rows another transaction
+   * holds. Resolves to the deleted records' blob keys, for the caller to delete the bytes after.
+   */
+  readonly pruneUnsent: (before: string, limit: number) => Effect.Effect<ReadonlyArray<string>, StorageError>
 }>()("omnichannel-core/ports/AttachmentStore") {}

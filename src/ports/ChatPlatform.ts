@@ -129,6 +129,14 @@ export interface ChatappMedia {
   readonly sha256: string | null
 }
 
+/** A file to upload to the operator before a media message refers to it by id. */
+export interface ChatappMediaUpload {
+  readonly bytes: Uint8Array
+  /** The file's checked type, sent as the upload's `type` and the file part's `Content-Type`. */
+  readonly mimeType: string
+  readonly filename: string
+}
+
 /**
  * What the service asks of the chat-app operator. The real adapter speaks its Graph API through the
  * guarded outbound client; the simulator plays it in process. Every failure is a `ChatPlatformError`.
@@ -168,4 +176,13 @@ export class ChatPlatform extends Context.Service<ChatPlatform, {
     mediaId: string,
     options: { readonly maxBytes: number }
   ) => Effect.Effect<ChatappMedia, ChatPlatformError>
+  /**
+   * `POST /{phone_number_id}/media` (multipart: `messaging_product=whatsapp`, `file`, `type`): the
+   * operator keeps the file and answers its media id, which a media message then names
+   * (`{ type: "document", document: { id, caption, filename } }`).
+   */
+  readonly uploadMedia: (
+    credentials: ChatappCredentials,
+    file: ChatappMediaUpload
+  ) => Effect.Effect<{ readonly id: string }, ChatPlatformError>
 }>()("omnichannel-core/ports/ChatPlatform") {}

@@ -37,6 +37,12 @@ export interface TeamChatChannelWithMembers {
   readonly members: ReadonlyArray<TeamChatMemberRecord>
 }
 
+/** A channel as its members' list shows it: with its members, and when something last happened in it. */
+export interface TeamChatChannelActivity extends TeamChatChannelWithMembers {
+  /** The `created_at` of its newest message or thread reply; the channel's own before any. */
+  readonly last_activity_at: string
+}
+
 /**
  * A message, or a thread reply (`parent_message_id` names its top-level message). `tenant_id` is
  * the tenant its author acted in, where its files (`attachment_ids`, in the order given) live.
@@ -82,6 +88,15 @@ export class TeamChatStore extends Context.Service<TeamChatStore, {
     tenantId: string,
     channelId: string
   ) => Effect.Effect<Option.Option<TeamChatChannelWithMembers>, StorageError>
+  /**
+   * A page of the channels and direct messages `tenantId` sees that `userId` is a member of, newest
+   * activity first (ties: the newer channel first, then by id, descending), and how many there are.
+   */
+  readonly listMemberChannels: (
+    tenantId: string,
+    userId: string,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TeamChatChannelActivity>; readonly total: number }, StorageError>
   /**
    * Stores a message and its files as one unit. A file already posted in team chat fails with
    * `UniqueViolation` on `team_chat_message_attachments_attachment_unique`.

@@ -24,6 +24,15 @@ export interface TenantRecord {
   readonly updated_at: string | null
 }
 
+/**
+ * The tenants a caller reaches: those named in `tenantIds` whatever their state, and the active
+ * tenants of the billing accounts in `activeInBillingAccounts`.
+ */
+export interface TenantReach {
+  readonly tenantIds: ReadonlyArray<string>
+  readonly activeInBillingAccounts: ReadonlyArray<string>
+}
+
 /** Tenants. A tenant's id is its own scope: reads take the id the caller is authorised for. */
 export class TenantStore extends Context.Service<TenantStore, {
   /** Stores a new tenant; a taken slug fails with `UniqueViolation` on `tenants_slug_unique`. */
@@ -39,6 +48,18 @@ export class TenantStore extends Context.Service<TenantStore, {
   readonly setSmsEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>
   /** Turns AI features on or off for the tenant; `false` when no such tenant exists. */
   readonly setAiFeaturesEnabled: (tenantId: string, enabled: boolean, at: string) => Effect.Effect<boolean, StorageError>
+  /** A page of the tenants `reach` names, oldest first (ties by id), and how many there are. */
+  readonly listReachable: (
+    reach: TenantReach,
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TenantRecord>; readonly total: number }, StorageError>
   /** True when some tenant already uses `slug`. */
   readonly slugTaken: (slug: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * A page of every tenant, of every billing account, oldest first (ties by id), and how many there
+   * are: the operator's view (`admin tenant list`), never a caller's.
+   */
+  readonly listAll: (
+    window: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TenantRecord>; readonly total: number }, StorageError>
 }>()("omnichannel-core/ports/TenantStore") {}

@@ -1,12 +1,12 @@
 /** Every port the core needs from outside, for adapter authors. */
 export { AccountStore, type BillingAccountRecord, type UserRecord } from "./AccountStore.ts"
 export { type ApiKeyRecord, ApiKeyStore } from "./ApiKeyStore.ts"
-export { type ContactRecord, ContactStore } from "./ContactStore.ts"
+export { type ContactErasure, type ContactRecord, ContactStore } from "./ContactStore.ts"
 export { OutboxNotices, type OutboxNoticesService } from "./OutboxNotices.ts"
 export { type OutboxPruneCursor, OutboxStore } from "./OutboxStore.ts"
 export { StorageError } from "./StorageError.ts"
 export type { StoragePorts } from "./StoragePorts.ts"
-export { type TenantRecord, TenantStore } from "./TenantStore.ts"
+export { type TenantReach, type TenantRecord, TenantStore } from "./TenantStore.ts"
 export { Transactor } from "./Transactor.ts"
 export { type ChannelProvider, ChannelProviders, type ProviderConnection, type ProviderField, ProviderRejected } from "./ChannelProviders.ts"
 export { type ChannelRecord, ChannelStore } from "./ChannelStore.ts"
@@ -51,11 +51,12 @@ export {
   type MessageStatusReport,
   MessageStore
 } from "./MessageStore.ts"
-export { type AttachmentOrigin, type AttachmentRecord, AttachmentStore } from "./AttachmentStore.ts"
+export { type AttachmentOrigin, type AttachmentRecord, AttachmentStore, type UnsentDeletion } from "./AttachmentStore.ts"
 export {
   type ChatappCredentials,
   type ChatappLibraryTemplate,
   type ChatappMedia,
+  type ChatappMediaUpload,
   type ChatappOutboundMessage,
   type ChatappPage,
   type ChatappPhoneNumber,
@@ -129,6 +130,7 @@ export {
   SummaryStore
 } from "./SummaryStore.ts"
 export {
+  type TeamChatChannelActivity,
   type TeamChatChannelRecord,
   type TeamChatChannelWithMembers,
   type TeamChatKind,

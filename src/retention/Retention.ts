@@ -4,6 +4,12 @@ import { fromMillis, type Timestamp } from "../kernel/Timestamp.ts"
 /** Milliseconds in a day of retention: 24 hours of the Clock, whatever the calendar says. */
 export const DAY_MS = 86_400_000
 
+/**
+ * How long an upload or a fetched file waits for a send: one day of the Clock. No message carried it
+ * by then, so the retention job deletes it, record and bytes, whatever `days` says.
+ */
+export const UNSENT_UPLOAD_MS = DAY_MS
+
 /** The longest retention accepted: 100 years, so a cut-off stays a four-digit year. */
 export const MAX_RETENTION_DAYS = 36_500
 

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { AttachmentIdString, UuidString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
-import type { TeamChatChannelWithMembers } from "../ports/TeamChatStore.ts"
+import type { TeamChatChannelActivity, TeamChatChannelWithMembers } from "../ports/TeamChatStore.ts"
 import { SummaryFields } from "../summaries/SummaryService.ts"
 import { offersSummaries } from "./TeamChatRules.ts"
 
@@ -69,6 +69,21 @@ export const TeamChatChannel = Schema.Struct({
 /** A channel or direct message as the API returns it. */
 export type TeamChatChannel = typeof TeamChatChannel.Type
 
+/** A channel or direct message in the caller's list: the channel, and when something last happened in it. */
+export const TeamChatChannelListItem = Schema.Struct({
+  ...TeamChatChannel.fields,
+  /** When its newest message or thread reply was posted; its own `created_at` before any. */
+  last_activity_at: Schema.String
+})
+/** A channel or direct message in the caller's list. */
+export type TeamChatChannelListItem = typeof TeamChatChannelListItem.Type
+
+/** One page of the caller's channels and direct messages, newest activity first. */
+export const TeamChatChannelList = Schema.Struct({
+  items: Schema.Array(TeamChatChannelListItem),
+  pagination: PaginationInfo
+})
+
 /** A file of a team chat message, with the three summary fields as the caller sees them. */
 export const TeamChatAttachment = Schema.Struct({
   id: Schema.String,
@@ -116,4 +131,10 @@ export const toChannel = ({ channel, members }: TeamChatChannelWithMembers): Tea
   ai_summaries_offered: offersSummaries(channel),
   created_by: channel.created_by,
   created_at: channel.created_at
+})
+
+/** The API's form of a channel in its members' list. */
+export const toChannelListItem = (found: TeamChatChannelActivity): TeamChatChannelListItem => ({
+  ...toChannel(found),
+  last_activity_at: found.last_activity_at
 })

@@ -17,6 +17,7 @@ import {
   DirectMessageRequest,
   PostMessageRequest,
   TeamChatChannel,
+  TeamChatChannelList,
   TeamChatMessage,
   TeamChatMessageList,
   TeamChatService
@@ -25,8 +26,12 @@ import {
 /** Default and largest `page_size` of a channel's messages. */
 export const TEAM_CHAT_PAGE_SIZE = { default: 50, max: 100 } as const
 
+/** Default and largest `page_size` of the caller's channels. */
+export const TEAM_CHAT_CHANNELS_PAGE_SIZE = { default: 25, max: 100 } as const
+
 const MB = 1024 * 1024
 const ListQuery = Schema.Struct(pageQueryFields(TEAM_CHAT_PAGE_SIZE.max))
+const ChannelListQuery = Schema.Struct(pageQueryFields(TEAM_CHAT_CHANNELS_PAGE_SIZE.max))
 
 /** A direct message as `POST /team-chat/direct-messages` answers: the channel, and whether it existed already. */
 const OpenedDirectMessage = Schema.Struct({ ...TeamChatChannel.fields, already_existed: Schema.Boolean })
@@ -58,6 +63,24 @@ export const teamChatRoutes = [
     handle: ({ principal, body }) =>
       Effect.gen(function*() {
         return yield* (yield* TeamChatService).createChannel(yield* actorOf(principal), body)
+      })
+  }),
+  route({
+    method: "GET",
+    path: "/team-chat/channels",
+    operationId: "listTeamChatChannels",
+    summary:
+      `The channels and direct messages the caller is a member of (of those this workspace sees: its own and those shared with it), newest activity first: last_activity_at is when the newest message or thread reply was posted, or the channel made before any. ${AS_USER}`,
+    tag: "Team chat",
+    auth: { kind: "api_key", scopes: ["team_chat:read"] },
+    query: ChannelListQuery,
+    response: { status: 200, schema: TeamChatChannelList, description: "One page of channels and direct messages" },
+    errors: [422],
+    handle: ({ principal, query }) =>
+      Effect.gen(function*() {
+        const page = toPageRequest(query, TEAM_CHAT_CHANNELS_PAGE_SIZE.default)
+        const { items, total } = yield* (yield* TeamChatService).listChannels(yield* actorOf(principal), page)
+        return { items, pagination: paginationInfo(page, total) }
       })
   }),
   route({

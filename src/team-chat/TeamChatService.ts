@@ -27,8 +27,10 @@ import {
   type PostMessageRequest,
   type TeamChatAttachment,
   type TeamChatChannel,
+  type TeamChatChannelListItem,
   type TeamChatMessage,
-  toChannel
+  toChannel,
+  toChannelListItem
 } from "./TeamChat.ts"
 import {
   type Admission,
@@ -47,6 +49,7 @@ export {
   DirectMessageRequest,
   PostMessageRequest,
   TeamChatChannel,
+  TeamChatChannelList,
   TeamChatMessage,
   TeamChatMessageList
 } from "./TeamChat.ts"
@@ -80,6 +83,14 @@ export class TeamChatService extends Context.Service<TeamChatService, {
     actor: TeamChatActor,
     request: DirectMessageRequest
   ) => Effect.Effect<{ readonly channel: TeamChatChannel; readonly created: boolean }, InvalidRequest | StorageError>
+  /**
+   * A page of the channels and direct messages the actor is a member of, of those the actor's tenant
+   * sees, newest activity first (a message or thread reply; a channel without any by its creation).
+   */
+  readonly listChannels: (
+    actor: TeamChatActor,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TeamChatChannelListItem>; readonly total: number }, StorageError>
   /** Posts a message or thread reply with files uploaded in the actor's tenant. */
   readonly postMessage: (
     actor: TeamChatActor,
@@ -257,6 +268,10 @@ export class TeamChatService extends Context.Service<TeamChatService, {
               Effect.flatMap(existing(), (raced) =>
                 Option.isSome(raced) ? Effect.succeed({ channel: toChannel(raced.value), created: false }) : Effect.fail(error)))
           )
+        }),
+        listChannels: Effect.fn("TeamChatService.listChannels")(function*(actor, page) {
+          const { items, total } = yield* store.listMemberChannels(actor.tenantId, actor.userId, toWindow(page))
+          return { items: items.map(toChannelListItem), total }
         }),
         postMessage: Effect.fn("TeamChatService.postMessage")(function*(actor, channelId, request) {
           const found = yield* memberChannel(actor, channelId)

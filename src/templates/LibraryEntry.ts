@@ -63,31 +63,16 @@ const text = (value: unknown): string | null => (typeof value === "string" && va
 const texts = (value: unknown): ReadonlyArray<string> =>
   Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []
 
-// Names reserved for documentation (RFC 2606 and RFC 6761): a destination there is a stand-in.
-const RESERVED_HOST = /(^|\.)(example\.(com|net|org)|example|test|invalid|localhost)$/i
-// North American numbers 555-0100 to 555-0199 are set aside for fiction.
-const FICTIONAL_PHONE = /^\+?1\d{3}5550[1]\d{2}$/
+/** Button types whose destination (a link, a number to dial) the caller must give. */
+const DESTINATION_BUTTONS: ReadonlySet<string> = new Set(["URL", "PHONE_NUMBER"])
 
-/** Whether a URL button's destination is one the catalog ships as a stand-in: none, not a URL, or a reserved domain. */
-export const placeholderUrl = (url: string | null): boolean => {
-  if (url === null || url.trim() === "") return true
-  try {
-    return RESERVED_HOST.test(new URL(url.replace(/\{\{\d+\}\}/g, "x")).hostname)
-  } catch {
-    return true
-  }
-}
-
-/** Whether a phone button's number is a stand-in: none, or one of the numbers set aside for fiction. */
-export const placeholderPhone = (phone: string | null): boolean =>
-  phone === null || phone.trim() === "" || FICTIONAL_PHONE.test(phone.replace(/[\s()-]/g, ""))
-
-/** Whether some button needs a URL or phone number only the caller can supply. */
+/**
+ * Whether some button needs a URL or phone number only the caller can supply: every URL or phone
+ * button of a catalog entry does, since the catalog ships placeholder destinations (whatever they
+ * look like: a real-looking number or domain in the catalog is still not the caller's).
+ */
 export const requiresInput = (buttons: ReadonlyArray<LibraryButton>): boolean =>
-  buttons.some((button) =>
-    (button.type === "URL" && placeholderUrl(button.url)) ||
-    (button.type === "PHONE_NUMBER" && placeholderPhone(button.phone_number))
-  )
+  buttons.some((button) => DESTINATION_BUTTONS.has(button.type))
 
 const buttonOf = (raw: Readonly<Record<string, unknown>>): LibraryButton => ({
   type: typeof raw.type === "string" ? raw.type.toUpperCase() : "UNKNOWN",

@@ -68,6 +68,8 @@ export const templateRoutes = [
       alternatives: { 200: "The channel already had a template of this name and language; nothing was sent to the operator" }
     },
     errors: [400, 404, 409, 422, 429, 502, 503],
+    // An adoption the operator or the service refused answers `success: false` with the error fields.
+    failureBody: AdoptResponse,
     handle: ({ principal, body }) => Effect.flatMap(TemplateService, (service) => service.adopt(principal.tenantId, body))
   }),
   route({

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
+import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { TenantRecord } from "../ports/TenantStore.ts"
 import { SLUG_PATTERN } from "../kernel/Slug.ts"
 
@@ -54,6 +55,12 @@ export const Tenant = Schema.Struct({
 })
 /** A tenant as the API returns it. */
 export type Tenant = typeof Tenant.Type
+
+/** Response of `GET /tenants`: one page of the tenants the caller may act in, oldest first. */
+export const TenantList = Schema.Struct({
+  items: Schema.Array(Tenant),
+  pagination: PaginationInfo
+})
 
 /** The wire form of a stored tenant. */
 export const toTenant = (record: TenantRecord): Tenant => ({

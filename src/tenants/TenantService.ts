@@ -4,9 +4,10 @@ import { normalizeEmail } from "../kernel/Email.ts"
 import { newId } from "../kernel/Id.ts"
 import type { UserPrincipal } from "../kernel/Principal.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
+import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import { addSeconds, now } from "../kernel/Timestamp.ts"
 import { AccountStore } from "../ports/AccountStore.ts"
-import { type TenantRecord, TenantStore } from "../ports/TenantStore.ts"
+import { type TenantReach, type TenantRecord, TenantStore } from "../ports/TenantStore.ts"
 import { Transactor } from "../ports/Transactor.ts"
 import { candidate, slugify } from "../kernel/Slug.ts"
 import type { CreateTenantRequest } from "./Tenant.ts"
@@ -24,6 +25,36 @@ const SLUG_TRIES = 5
 const NOT_YOUR_ACCOUNT = "You are not an owner of that billing account"
 
 /**
+ * Who asks which tenants they may act in: an API key (the tenant it was issued in, and whether it is
+ * a parent key) or a user (by a user token).
+ */
+export type TenantViewer =
+  | { readonly kind: "api_key"; readonly homeTenantId: string; readonly isParent: boolean }
+  | { readonly kind: "user"; readonly userId: string }
+
+/**
+ * The one rule of "may act in": a key acts in its own tenant, whatever its state; a parent key also in
+ * every active tenant of its own tenant's billing account (through `X-Tenant-ID`); a user in every
+ * active tenant of the billing accounts they own. Another billing account's tenant, never.
+ */
+export const keyReach = (home: TenantRecord, isParent: boolean): TenantReach => ({
+  tenantIds: [home.id],
+  activeInBillingAccounts: isParent ? [home.billing_account_id] : []
+})
+
+/** What a user reaches (see `keyReach`): the active tenants of the billing accounts they own. */
+export const ownerReach = (ownedBillingAccountIds: ReadonlyArray<string>): TenantReach => ({
+  tenantIds: [],
+  activeInBillingAccounts: ownedBillingAccountIds
+})
+
+/** Whether `reach` takes in `tenant` (see `keyReach`). */
+export const reaches = (reach: TenantReach, tenant: TenantRecord): boolean =>
+  reach.tenantIds.includes(tenant.id) || (tenant.is_active && reach.activeInBillingAccounts.includes(tenant.billing_account_id))
+
+const tenantNotFound = (tenantId: string) => new NotFound({ message: `Tenant ${tenantId} not found` })
+
+/**
  * Tenants (sub-accounts): creating them under a billing account the caller owns, and what other
  * areas read or change of one tenant, so none of them reaches into the tenants' store.
  */
@@ -33,6 +64,15 @@ export class TenantService extends Context.Service<TenantService, {
     owner: UserPrincipal,
     request: CreateTenantRequest
   ) => Effect.Effect<TenantRecord, Forbidden | Conflict | InvalidRequest | StorageError>
+  /** A page of the tenants `viewer` may act in, oldest first, and how many there are. */
+  readonly listFor: (
+    viewer: TenantViewer,
+    page: PageRequest
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TenantRecord>; readonly total: number }, StorageError>
+  /** The tenant, when `viewer` may act in it; `NotFound` alike for an unknown tenant and one it may not. */
+  readonly getFor: (viewer: TenantViewer, tenantId: string) => Effect.Effect<TenantRecord, NotFound | StorageError>
+  /** Whether `viewer` may act in the tenant (false for an unknown one): what `X-Tenant-ID` is checked by. */
+  readonly mayActIn: (viewer: TenantViewer, tenantId: string) => Effect.Effect<boolean, StorageError>
   /** The tenant, if it exists. It checks no permission: callers pass an id they act in, or decide with it (as auth does). */
   readonly get: (tenantId: string) => Effect.Effect<Option.Option<TenantRecord>, StorageError>
   /** Where the tenant's account notifications go (`support_email`); none for an unknown tenant or one without. */
@@ -48,6 +88,26 @@ export class TenantService extends Context.Service<TenantService, {
       const tenants = yield* TenantStore
       const accounts = yield* AccountStore
       const transactor = yield* Transactor
+
+      // What the viewer reaches; a key whose tenant is gone reaches nothing.
+      const reachOf = Effect.fnUntraced(function*(viewer: TenantViewer) {
+        if (viewer.kind === "user") {
+          const owned = yield* accounts.listBillingAccountsOwnedBy(viewer.userId)
+          return ownerReach(owned.map((account) => account.id))
+        }
+        const home = yield* tenants.get(viewer.homeTenantId)
+        return Option.isNone(home)
+          ? { tenantIds: [], activeInBillingAccounts: [] } satisfies TenantReach
+          : keyReach(home.value, viewer.isParent)
+      })
+
+      const findFor = Effect.fnUntraced(function*(viewer: TenantViewer, tenantId: string) {
+        const tenant = yield* tenants.get(tenantId)
+        if (Option.isNone(tenant)) return Option.none<TenantRecord>()
+        // A key always reaches its own tenant: no read of it needed to say so.
+        if (viewer.kind === "api_key" && tenantId === viewer.homeTenantId) return tenant
+        return reaches(yield* reachOf(viewer), tenant.value) ? tenant : Option.none<TenantRecord>()
+      })
 
       const chooseBillingAccount = Effect.fnUntraced(function*(owner: UserPrincipal, requested: string | undefined) {
         if (requested !== undefined) {
@@ -138,6 +198,17 @@ export class TenantService extends Context.Service<TenantService, {
                 : Effect.fail(e))
           )
         }),
+        listFor: Effect.fn("TenantService.listFor")(function*(viewer, page) {
+          return yield* tenants.listReachable(yield* reachOf(viewer), toWindow(page))
+        }),
+        getFor: Effect.fn("TenantService.getFor")(function*(viewer, tenantId) {
+          const found = yield* findFor(viewer, tenantId)
+          if (Option.isNone(found)) return yield* tenantNotFound(tenantId)
+          return found.value
+        }),
+        mayActIn: Effect.fn("TenantService.mayActIn")(function*(viewer, tenantId) {
+          return Option.isSome(yield* findFor(viewer, tenantId))
+        }),
         get: Effect.fn("TenantService.get")(function*(tenantId) {
           return yield* tenants.get(tenantId)
         }),
@@ -147,12 +218,12 @@ export class TenantService extends Context.Service<TenantService, {
         }),
         setSmsEnabled: Effect.fn("TenantService.setSmsEnabled")(function*(tenantId, enabled) {
           if (!(yield* tenants.setSmsEnabled(tenantId, enabled, yield* now))) {
-            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+            return yield* tenantNotFound(tenantId)
           }
         }),
         setAiFeaturesEnabled: Effect.fn("TenantService.setAiFeaturesEnabled")(function*(tenantId, enabled) {
           if (!(yield* tenants.setAiFeaturesEnabled(tenantId, enabled, yield* now))) {
-            return yield* new NotFound({ message: `Tenant ${tenantId} not found` })
+            return yield* tenantNotFound(tenantId)
           }
         })
       })

@@ -1,3 +1,3 @@
 /** Sub-accounts. */
-export { CreateTenantRequest, Tenant, toTenant } from "./Tenant.ts"
-export { TenantService, TRIAL_DAYS } from "./TenantService.ts"
+export { CreateTenantRequest, Tenant, TenantList, toTenant } from "./Tenant.ts"
+export { keyReach, ownerReach, reaches, TenantService, type TenantViewer, TRIAL_DAYS } from "./TenantService.ts"

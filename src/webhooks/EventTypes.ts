@@ -7,6 +7,7 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   "contact.created",
   "contact.updated",
   "contact.unsubscribed",
+  "contact.deleted",
   "channel.created",
   "channel.updated",
   "attachment.summarized",

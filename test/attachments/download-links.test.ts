@@ -141,7 +141,9 @@ const memoryAttachmentStore = (): AttachmentStore["Service"] => {
             rows[i] = { ...row, message_id: messageId, conversation_id: conversationId }
           }
         }
-      })
+      }),
+    deleteUnsent: () => Effect.die("no deletes in these tests"),
+    pruneUnsent: () => Effect.die("no prunes in these tests")
   })
 }
 

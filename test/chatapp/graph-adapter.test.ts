@@ -471,3 +471,48 @@ describe("fetching media", () => {
     expect(seen.map((r) => r.url)).toEqual(["https://graph.example/v23.0/m"])
   })
 })
+
+describe("uploading media", () => {
+  it("POSTs multipart to /{phone_number_id}/media with messaging_product, type and the file, and reads the media id", async () => {
+    const uploaded = await run(graph.uploadMedia(credentials, { bytes: PNG, mimeType: "image/png", filename: "receipt.png" }))
+
+    const [upload] = fake.uploads()
+    expect(uploaded).toEqual({ id: upload!.id })
+    expect(upload).toMatchObject({
+      phoneNumberId: "1065550100",
+      fields: { messaging_product: "whatsapp", type: "image/png" },
+      filename: "receipt.png",
+      contentType: "image/png"
+    })
+    expect(upload!.bytes).toEqual(PNG)
+    const [request] = fake.requests()
+    expect(request).toMatchObject({ method: "POST", path: "/1065550100/media" })
+    expect(request!.headers.authorization).toBe(`Bearer ${credentials.accessToken}`)
+    expect(request!.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=omnichannel-[0-9a-f]{32}$/)
+    // The operator serves the file back by that id.
+    expect((await run(graph.fetchMedia(credentials, upload!.id, { maxBytes: 1024 }))).bytes).toEqual(PNG)
+  })
+
+  it("keeps a file name's quotes and line breaks out of the part's headers", async () => {
+    await run(graph.uploadMedia(credentials, { bytes: PNG, mimeType: "image/png", filename: "a\"b\r\nX-Evil: 1.png" }))
+    const [upload] = fake.uploads()
+    expect(upload!.filename).toBe("a%22b%0D%0AX-Evil: 1.png")
+    expect(upload!.bytes).toEqual(PNG)
+  })
+
+  it("passes the operator's refusal of an upload on, read from its error object", async () => {
+    fake.script("POST", "/{phone_number_id}/media", graphError(400, {
+      code: 131053,
+      message: "(#131053) Media upload error",
+      error_user_msg: "Unsupported file type application/x-msdownload"
+    }))
+    expect(await failure(graph.uploadMedia(credentials, { bytes: PNG, mimeType: "application/x-msdownload", filename: "a.exe" }))).toMatchObject({
+      kind: "other",
+      code: 131053,
+      userMessage: "Unsupported file type application/x-msdownload",
+      httpStatus: 400
+    })
+    fake.script("POST", "/{phone_number_id}/media", { json: { success: true } })
+    expect(await failure(graph.uploadMedia(credentials, { bytes: PNG, mimeType: "image/png", filename: "a.png" }))).toMatchObject({ kind: "other" })
+  })
+})

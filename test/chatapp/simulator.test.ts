@@ -260,6 +260,25 @@ describe("the simulated number and sends", () => {
   })
 })
 
+describe("simulated media uploads", () => {
+  it("answers an upload with a media id that the number's media messages may then name; an id it never gave is refused", async () => {
+    const simulator = makeSimulatedChatPlatform()
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47])
+    const { id } = await run(simulator.uploadMedia(credentials, { bytes: png, mimeType: "image/png", filename: "a.png" }))
+    expect(id).toMatch(/^\d+$/)
+    const sent = await run(simulator.sendMessage(credentials, "14155550100", { type: "image", image: { id, caption: "Look" } }))
+    expect(sent.messageId).toMatch(/^wamid\./)
+    expect(await failure(simulator.sendMessage(credentials, "14155550100", { type: "document", document: { id: "404" } }))).toMatchObject({ code: 100 })
+    // Another number of the account cannot send this number's media.
+    const other = { ...credentials, phoneNumberId: "1065550199" }
+    expect(await failure(simulator.sendMessage(other, "14155550100", { type: "image", image: { id } }))).toMatchObject({ code: 100 })
+    // Types the operator does not take, and empty files, are refused; credentials are checked first.
+    expect(await failure(simulator.uploadMedia(credentials, { bytes: png, mimeType: "image/gif", filename: "a.gif" }))).toMatchObject({ code: 100 })
+    expect(await failure(simulator.uploadMedia(credentials, { bytes: new Uint8Array(0), mimeType: "application/pdf", filename: "a.pdf" }))).toMatchObject({ code: 100 })
+    expect(await failure(simulator.uploadMedia({ ...credentials, accessToken: "short" }, { bytes: png, mimeType: "image/png", filename: "a.png" }))).toMatchObject({ kind: "auth" })
+  })
+})
+
 describe("simulated media", () => {
   const simulator = makeSimulatedChatPlatform()
 

@@ -76,6 +76,20 @@ export const apiKeyStoreSuite: Suite<ApiKeyStore | TenantStore | AccountStore, "
       expect((await h().stored.apiKey(key.lookup))?.revoked_at).toBe("2026-11-23T00:00:00.000Z")
     })
 
+    it("lists a tenant's keys, revoked and expired ones too, oldest first with ties by id, and none of another tenant", async () => {
+      const [{ tenant }, { tenant: other }] = [await h().run(seedTenant), await h().run(seedTenant)]
+      const late = apiKeyRecord(tenant.id, { created_at: "2026-11-23T00:00:00.000Z", revoked_at: "2026-11-24T00:00:00.000Z" })
+      const tiedA = apiKeyRecord(tenant.id, { created_at: "2026-11-22T00:00:00.000Z", expires_at: "2026-11-22T01:00:00.000Z" })
+      const tiedB = apiKeyRecord(tenant.id, { created_at: "2026-11-22T00:00:00.000Z", is_parent: true, user_id: null })
+      const foreign = apiKeyRecord(other.id)
+      for (const key of [late, tiedA, foreign, tiedB]) await h().run(ApiKeyStore.use((s) => s.insert(key)))
+
+      const tied = [tiedA, tiedB].sort((a, b) => (a.id < b.id ? -1 : 1))
+      expect(await h().run(ApiKeyStore.use((s) => s.listByTenant(tenant.id)))).toEqual([...tied, late])
+      expect(await h().run(ApiKeyStore.use((s) => s.listByTenant(other.id)))).toEqual([foreign])
+      expect(await h().run(ApiKeyStore.use((s) => s.listByTenant("no-such-tenant")))).toEqual([])
+    })
+
     it("revokes nothing for an unknown key id", async () => {
       const { tenant } = await h().run(seedTenant)
       const kept = apiKeyRecord(tenant.id)

@@ -135,5 +135,49 @@ export const attachmentStoreSuite: Suite<AttachmentStore | TenantStore | Account
       expect(await h().stored.attachments(a.id)).toEqual([{ ...ofA, message_id: messageId, conversation_id: conversationId }])
       expect(await listByMessages(h, a.id, [messageId])).toEqual([{ ...ofA, message_id: messageId, conversation_id: conversationId }])
     })
+
+    it("deletes an upload no message carries, and reports a carried one as sent and an unknown or foreign one as missing", async () => {
+      const { tenant: a } = await h().run(seedTenant)
+      const { tenant: b } = await h().run(seedTenant)
+      const unsent = attachmentRecord(a.id)
+      const kept = attachmentRecord(a.id)
+      const [messageId, conversationId] = [newId(), newId()]
+      const sent = attachmentRecord(a.id, { message_id: messageId, conversation_id: conversationId })
+      const ofB = attachmentRecord(b.id)
+      await h().run(insertAll([unsent, kept, sent, ofB]))
+      const deleteUnsent = (tenantId: string, id: string) => h().run(AttachmentStore.use((s) => s.deleteUnsent(tenantId, id)))
+
+      expect(await deleteUnsent(a.id, unsent.id)).toEqual({ _tag: "Deleted", blob_key: unsent.blob_key })
+      expect(await deleteUnsent(a.id, unsent.id)).toEqual({ _tag: "Missing" })
+      expect(await deleteUnsent(a.id, sent.id)).toEqual({ _tag: "Sent", message_id: messageId, conversation_id: conversationId })
+      expect(await deleteUnsent(a.id, ofB.id)).toEqual({ _tag: "Missing" })
+
+      expect(await h().stored.attachments(a.id)).toEqual([kept, sent].sort(byId))
+      expect(await h().stored.attachments(b.id)).toEqual([ofB])
+    })
+
+    // Rows dated long before any other suite's, so the prune (which spans tenants) takes only these.
+    it("prunes uploads and fetched files no message carries made before the cut-off, oldest first, up to the limit", async () => {
+      const { tenant: a } = await h().run(seedTenant)
+      const { tenant: b } = await h().run(seedTenant)
+      const old = (tenantId: string, minute: number, overrides: Partial<AttachmentRecord> = {}) =>
+        attachmentRecord(tenantId, { created_at: `1999-12-31T23:${String(minute).padStart(2, "0")}:00.000Z`, ...overrides })
+      const oldest = old(a.id, 1)
+      const fetched = old(b.id, 2, { origin: "url" })
+      const third = old(a.id, 3)
+      const carried = old(a.id, 0, { message_id: newId(), conversation_id: newId() })
+      const received = old(a.id, 0, { origin: "chatapp_media", direction: "inbound" })
+      const atCutoff = attachmentRecord(a.id, { created_at: "2000-01-01T00:00:00.000Z" })
+      await h().run(insertAll([oldest, fetched, third, carried, received, atCutoff]))
+      const prune = (limit: number) =>
+        h().run(AttachmentStore.use((s) => s.pruneUnsent("2000-01-01T00:00:00.000Z", limit))).then((keys) => [...keys].sort())
+
+      expect(await prune(2)).toEqual([oldest.blob_key, fetched.blob_key].sort())
+      expect(await prune(2)).toEqual([third.blob_key])
+      expect(await prune(2)).toEqual([])
+
+      expect(await h().stored.attachments(a.id)).toEqual([carried, received, atCutoff].sort(byId))
+      expect(await h().stored.attachments(b.id)).toEqual([])
+    })
   }
 })

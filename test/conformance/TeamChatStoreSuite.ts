@@ -148,6 +148,66 @@ export const teamChatStoreSuite: Suite<TeamChatPorts, TeamChatTables> = makeSuit
       expect(await page(stranger!.tenant.id, 100, 0)).toEqual({ items: [], total: 0 })
     })
 
+    it("lists a member's channels and direct messages the tenant sees, newest activity first, with members, shared tenants and paging", async () => {
+      const [own, partner, stranger] = await tenants(h, 3)
+      const me = newId()
+      const someoneElse = newId()
+      const channel = (tenantId: string, created: string, overrides: Partial<TeamChatChannelRecord> = {}) =>
+        channelRecord(tenantId, { created_at: at(created), created_by: me, ...overrides })
+      // Quiet: no message, so its creation is its activity; two made in the same instant tie, broken by id.
+      const [quietLow, quietHigh] = [channel(own!.tenant.id, "09:00:00.000"), channel(own!.tenant.id, "09:00:00.000")]
+        .sort((x, y) => (x.id < y.id ? -1 : 1))
+      const busy = channel(own!.tenant.id, "08:00:00.000")
+      const dm = channel(own!.tenant.id, "09:01:00.000", { kind: "dm", name: null, dm_key: [me, someoneElse].sort().join(",") })
+      // Made in the partner tenant, shared with this one, where I joined through this one.
+      const shared = channel(partner!.tenant.id, "07:00:00.000", { shared_with_tenant_ids: [own!.tenant.id], created_by: someoneElse })
+      const notMine = channel(own!.tenant.id, "09:30:00.000", { created_by: someoneElse })
+      const elsewhere = channel(stranger!.tenant.id, "09:40:00.000")
+      await insertChannel(h, quietLow!, [member(quietLow!, me)])
+      await insertChannel(h, quietHigh!, [member(quietHigh!, me)])
+      await insertChannel(h, busy, [member(busy, me), member(busy, someoneElse, own!.tenant.id, at("08:00:01.000"))])
+      await insertChannel(h, dm, [member(dm, me), member(dm, someoneElse)].sort((x, y) => (x.user_id < y.user_id ? -1 : 1)))
+      await insertChannel(h, shared, [member(shared, someoneElse), member(shared, me, own!.tenant.id, at("07:00:01.000"))])
+      await insertChannel(h, notMine, [member(notMine, someoneElse)])
+      await insertChannel(h, elsewhere, [member(elsewhere, me)])
+      // A thread reply is activity too; the newest of a channel's messages counts, not the last stored.
+      const sharedTop = messageRecord(shared, { created_at: at("09:02:00.000") })
+      for (const message of [
+        messageRecord(busy, { created_at: at("09:10:00.000") }),
+        messageRecord(busy, { created_at: at("08:30:00.000") }),
+        messageRecord(dm, { created_at: at("09:05:00.000") }),
+        sharedTop,
+        messageRecord(shared, { created_at: at("09:20:00.000"), parent_message_id: sharedTop.id }),
+        messageRecord(notMine, { created_at: at("09:50:00.000") }),
+        messageRecord(elsewhere, { created_at: at("09:50:00.000") })
+      ]) await h().run(store((s) => s.insertMessage(message)))
+
+      const list = (tenantId: string, userId: string, limit = 100, offset = 0) =>
+        h().run(store((s) => s.listMemberChannels(tenantId, userId, { limit, offset })))
+      const all = await list(own!.tenant.id, me)
+      expect(all.total).toBe(5)
+      expect(all.items.map((item) => [item.channel.id, item.last_activity_at])).toEqual([
+        [shared.id, at("09:20:00.000")],
+        [busy.id, at("09:10:00.000")],
+        [dm.id, at("09:05:00.000")],
+        [quietHigh!.id, at("09:00:00.000")],
+        [quietLow!.id, at("09:00:00.000")]
+      ])
+      // Each whole, as getChannel reads it.
+      for (const item of all.items) {
+        expect({ channel: item.channel, members: item.members }).toEqual(await getChannel(h, own!.tenant.id, item.channel.id))
+      }
+      expect(all.items[0]!.channel.shared_with_tenant_ids).toEqual([own!.tenant.id])
+
+      expect(await list(own!.tenant.id, me, 2, 1)).toEqual({ items: all.items.slice(1, 3), total: 5 })
+      expect(await list(own!.tenant.id, me, 2, 5)).toEqual({ items: [], total: 5 })
+      // From the partner tenant, only what it sees; a stranger's channel only from the stranger tenant.
+      expect((await list(partner!.tenant.id, me)).items.map((item) => item.channel.id)).toEqual([shared.id])
+      expect((await list(stranger!.tenant.id, me)).items.map((item) => item.channel.id)).toEqual([elsewhere.id])
+      expect((await list(own!.tenant.id, someoneElse)).items.map((item) => item.channel.id)).toEqual([notMine.id, shared.id, busy.id, dm.id])
+      expect(await list(own!.tenant.id, newId())).toEqual({ items: [], total: 0 })
+    })
+
     it("carries a file in one team chat message only, and says which files are posted, per tenant", async () => {
       const [own, other] = await tenants(h, 2)
       const channel = channelRecord(own!.tenant.id)

@@ -17,6 +17,7 @@ import { campaignStoreSuite } from "./CampaignStoreSuite.ts"
 import { channelStoreSuite } from "./ChannelStoreSuite.ts"
 import { concurrencySuite } from "./ConcurrencySuite.ts"
 import { connectTokenStoreSuite } from "./ConnectTokenStoreSuite.ts"
+import { contactErasureSuite } from "./ContactErasureSuite.ts"
 import { contactStoreSuite } from "./ContactStoreSuite.ts"
 import { conversationStoreSuite } from "./ConversationStoreSuite.ts"
 import { emailStoreSuite } from "./EmailStoreSuite.ts"
@@ -48,6 +49,7 @@ export type {
   StorageCapabilities,
   StoredContactTag,
   StoredOutboxEvent,
+  StoredRateCounter,
   StoredRows,
   StoredTable
 } from "./StorageAdapter.ts"
@@ -60,6 +62,7 @@ export {
   channelStoreSuite,
   concurrencySuite,
   connectTokenStoreSuite,
+  contactErasureSuite,
   contactStoreSuite,
   conversationStoreSuite,
   emailStoreSuite,
@@ -107,6 +110,7 @@ const EVERY_SUITE: ReadonlyArray<Suite<StoragePorts, StoredTable>> = [
   flowStoreSuite,
   summaryStoreSuite,
   teamChatStoreSuite,
+  contactErasureSuite,
   tenantIsolationSuite,
   atomicitySuite,
   transactorSuite,

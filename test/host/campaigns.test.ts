@@ -341,7 +341,7 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
       const loc = (body: any) => body.detail[0].loc
       await refused({ channel_ids: [UNKNOWN_ID] }, 404)
       await refused({ channel_ids: [otherChannelId] }, 404)
-      expect(await refused({ channel_ids: [botChannelId] }, 400)).toMatchObject({ code: "channel_unavailable", channel_id: botChannelId })
+      expect(await refused({ channel_ids: [botChannelId] }, 400)).toMatchObject({ detail: { code: "channel_unavailable", channel_id: botChannelId } })
       const bare = await refused({ channel_ids: [channel.crud, channel.crudBare] }, 422)
       expect(bare.detail[0]).toMatchObject({ loc: ["body", "channel_ids", 1], type: "template_not_on_channel" })
       const count = await refused({ variable_values: ["1", "2"] }, 422)
@@ -492,12 +492,11 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
       for (const body of [{}, { warmup_acknowledged: false }]) {
         const refused = await api("POST", `/campaigns/${created.id}/send`, body)
         expect(refused.status).toBe(409)
-        expect(refused.body).toMatchObject({ code: "warmup_acknowledgement_required", warmup: check })
-        expect(typeof refused.body.detail).toBe("string")
+        expect(refused.body).toEqual({ detail: { code: "warmup_acknowledgement_required", message: expect.any(String), warmup: check } })
       }
       const scheduled = await api("POST", `/campaigns/${created.id}/schedule`, { send_at: iso((await clock()) + HOUR) })
       expect(scheduled.status).toBe(409)
-      expect(scheduled.body.code).toBe("warmup_acknowledgement_required")
+      expect(scheduled.body.detail.code).toBe("warmup_acknowledgement_required")
       await drain()
       expect(await campaign(created.id)).toMatchObject({ status: "draft", warmup_acknowledged: false })
       expect(sendsTo("warmA", before)).toEqual([])
@@ -573,8 +572,8 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
 
       const unconfirmed = await api("POST", `/campaigns/${grows.id}/resume`, {})
       expect(unconfirmed.status).toBe(409)
-      expect(unconfirmed.body.code).toBe("warmup_acknowledgement_required")
-      expect(unconfirmed.body.warmup.channels[0]).toMatchObject({ channel_id: channel.warmC, audience: 550, requires_acknowledgement: true })
+      expect(unconfirmed.body.detail.code).toBe("warmup_acknowledgement_required")
+      expect(unconfirmed.body.detail.warmup.channels[0]).toMatchObject({ channel_id: channel.warmC, audience: 550, requires_acknowledgement: true })
       expect(await ok("POST", `/campaigns/${grows.id}/resume`, { warmup_acknowledged: true })).toMatchObject({ status: "sending", warmup_acknowledged: true })
       await drain()
       const to = sendsTo("warmC", before)
@@ -814,7 +813,7 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
     })
 
     it("a channel that is not a usable chat-app number is refused alike on every route: 400 channel_unavailable", async () => {
-      const unusable = { code: "channel_unavailable", channel_id: botChannelId, detail: expect.stringMatching(/not a usable chat-app channel/) }
+      const unusable = { detail: { code: "channel_unavailable", channel_id: botChannelId, message: expect.stringMatching(/not a usable chat-app channel/) } }
       const refusedCampaign = await api("POST", "/campaigns", baseCampaign("crud", { list_ids: [lists.crud] }, { channel_ids: [botChannelId] }))
       expect(refusedCampaign).toEqual({ status: 400, body: unusable })
       const library = await api("GET", `/chatapp-templates/library?channel_id=${botChannelId}`)

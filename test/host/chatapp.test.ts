@@ -315,6 +315,52 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     expect(closed.body.detail[0].msg).toMatch(/24 hours.*template/s)
   })
 
+  it("sends files in the window, each uploaded to the operator and sent by its media id, the caption on the first only", async () => {
+    const from = "5511900000012"
+    await post(payload({ id: WABA_ID, changes: [messagesChange(PHONE_NUMBER_ID, { contacts: [{ wa_id: from, name: "Duda" }], messages: [text(from, "manda o recibo")] })] }))
+    await drain()
+    const conversation = await conversationOf((await contactByPhone(`+${from}`)).id)
+    const upload = async (bytes: Uint8Array, filename: string, type: string) => {
+      const form = new FormData()
+      form.set("file", new Blob([bytes as Uint8Array<ArrayBuffer>], { type }), filename)
+      const response = await fetch(`${host.url}/api/v1/attachments/upload`, { method: "POST", body: form, headers: { authorization: `Bearer ${tenant.key}` } })
+      expect(response.status).toBe(201)
+      return ((await response.json()) as { id: string }).id
+    }
+    const image = await upload(PNG, "recibo.png", "image/png")
+    const document = await upload(PDF, "recibo.pdf", "application/pdf")
+    const uploadsBefore = graph.uploads().length
+    const requestsBefore = graph.requests().length
+
+    const sent = await api("POST", "/messages", { conversation_id: conversation.id, message_type: "document", text: "Seu recibo", attachments: [image, document] })
+    expect(sent.status).toBe(201)
+    expect(sent.body.messages.map((m: any) => [m.message_type, m.text, m.status, m.attachments[0].id])).toEqual([
+      ["document", "Seu recibo", "sent", image],
+      ["document", null, "sent", document]
+    ])
+    const uploads = graph.uploads().slice(uploadsBefore)
+    expect(uploads.map((u) => [u.phoneNumberId, u.fields.messaging_product, u.fields.type, u.filename])).toEqual([
+      [PHONE_NUMBER_ID, "whatsapp", "image/png", "recibo.png"],
+      [PHONE_NUMBER_ID, "whatsapp", "application/pdf", "recibo.pdf"]
+    ])
+    expect(uploads[1]!.bytes).toEqual(PDF)
+    const sends = graph.requests().slice(requestsBefore).filter((r) => r.path === `/${PHONE_NUMBER_ID}/messages`)
+    expect(sends.map((r) => r.json)).toEqual([
+      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[0]!.id, caption: "Seu recibo", filename: "recibo.png" } },
+      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[1]!.id, filename: "recibo.pdf" } }
+    ])
+    // A sticker over the operator's 100 KB (static) is refused before any call.
+    const before = graph.requests().length
+    const sticker = new Uint8Array(200 * 1024)
+    sticker.set(new TextEncoder().encode("RIFF\0\0\0\0WEBPVP8 "))
+    const refused = await api("POST", "/messages", { conversation_id: conversation.id, attachments: [await upload(sticker, "big.webp", "image/webp")] })
+    expect(refused.status).toBe(422)
+    expect(refused.body.detail[0]).toMatchObject({ loc: ["body", "attachments", 0], type: "media_too_large", ctx: { message_type: "sticker", max_bytes: 100 * 1024 } })
+    expect(refused.body.detail[0].msg).toContain("at most 100 KB static or 500 KB animated")
+    expect(graph.requests().length).toBe(before)
+    expect((await messagesOf(conversation.id)).filter((m) => m.direction === "outbound")).toHaveLength(2)
+  })
+
   it("answers the operator's refusals: 429 rate-limited, 502 otherwise; the message is kept as failed", async () => {
     const from = "8190000000006"
     await post(payload({ id: WABA_ID, changes: [messagesChange(PHONE_NUMBER_ID, { contacts: [{ wa_id: from, name: "Ken" }], messages: [text(from, "konnichiwa")] })] }))

@@ -95,7 +95,7 @@ describe.each(hostBackends)("received email on the reference host ($name)", (bac
     const good = await h.postEmail(await raw("good-sender@customer.example"))
     expect(good).toEqual({ status: 200, body: { received: true, id: expect.stringMatching(UUID) } })
 
-    const refused = { status: 401, body: { detail: "Invalid credentials" } }
+    const refused = { status: 401, body: { detail: { code: "invalid_credentials", message: "Invalid credentials" } } }
     expect(await h.postEmail(await raw("wrong@customer.example"), { secret: `${h.integration.inbound_secret}x` })).toEqual(refused)
     expect(await h.postEmail(await raw("missing@customer.example"), { secret: null })).toEqual(refused)
     expect(await h.postEmail(await raw("bearer-empty@customer.example"), { secret: "" })).toEqual(refused)
@@ -128,7 +128,7 @@ describe.each(hostBackends)("received email on the reference host ($name)", (bac
     }
     expect((await h.postEmail(raw, { contentType: null })).status).toBe(415)
     expect((await h.postEmail(raw, { contentType: "message/rfc822; charset=utf-8" })).status).toBe(200)
-    expect(await h.postEmail(new Uint8Array(0))).toEqual({ status: 400, body: { detail: "The email is empty" } })
+    expect(await h.postEmail(new Uint8Array(0))).toEqual({ status: 400, body: { detail: { code: "bad_request", message: "The email is empty" } } })
   })
 
   it("stores a received email: contact by From, a new email conversation with its subject, text and HTML, files byte-exact, inline image, message.received", async () => {

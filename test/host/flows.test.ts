@@ -389,7 +389,7 @@ describe.each(hostBackends)("chat-app flows on the reference host ($name)", (bac
       // A channel that is not a chat-app number is refused as on every route.
       expect(await api("POST", "/chatapp-flows", { ...base, channel_id: botChannelId, screens: [screen] })).toMatchObject({
         status: 400,
-        body: { code: "channel_unavailable", channel_id: botChannelId }
+        body: { detail: { code: "channel_unavailable", channel_id: botChannelId } }
       })
       // Another tenant's list, tag or custom field is as unknown as a made-up one.
       const theirTag = await ok("POST", "/tags", { name: "Theirs" }, 201, other)

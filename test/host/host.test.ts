@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, existsSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { createServer, request } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -6,6 +6,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import { runAdmin } from "../../examples/server/AdminCli.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 import { waitUntil } from "../support/Poll.ts"
 
@@ -80,6 +81,74 @@ describe.each(hostBackends)("the reference host on $name", (backend) => {
     expect(mistyped.stderr).not.toContain("is required")
     const two = await adminFailing(env, "credits", "show", "--tenant", "t", "--amount", "5", "--verbose")
     expect(two.stderr).toContain("unknown flags --amount, --verbose for credits show (it takes --tenant)")
+    // The same code in this process (quicker than a process each): channel create's flags past --tenant
+    // and --type are the provider's, and a mistyped --tenant is named there too.
+    const inProcess = (...args: Array<string>) => runAdmin(args, { ...process.env, ...env })
+    const channel = await inProcess("channel", "create", "--tennant", "t", "--type", "chatapp", "--phone-number-id", "1")
+    expect(channel.code).toBe(2)
+    expect(channel.stderr).toMatch(/^admin: unknown flag --tennant for channel create \(it takes --tenant, --type, --phone-number-id, /)
+    expect((await inProcess("tenant", "list", "--all")).stderr).toMatch(/^admin: unknown flag --all for tenant list \(it takes no flags\)/)
+    const unknown = await inProcess("tenant", "lst")
+    expect(unknown).toMatchObject({ code: 2, stdout: "" })
+    expect(unknown.stderr).toMatch(/^admin: unknown command: tenant lst\nusage: /)
+  })
+
+  it("lists tenants, channels and API keys for the operator, never a raw key, a hash or a channel secret", async () => {
+    const boot = await admin(env, "bootstrap", "--email", "lister@example.com", "--tenant-name", "Listed")
+    const other = await admin(env, "bootstrap", "--email", "other-lister@example.com")
+    const reader = await admin(env, "api-key", "create", "--tenant", boot.tenant_id, "--scopes", "contacts:read",
+      "--name", "reader", "--expires-in-seconds", "3600")
+    const revoked = await admin(env, "api-key", "create", "--tenant", boot.tenant_id, "--scopes", "contacts:read,contacts:create")
+    await admin(env, "api-key", "revoke", "--id", revoked.id)
+    const token = "EAAG-listing-access-token-0001"
+    const channel = await admin(env, "channel", "create", "--tenant", boot.tenant_id, "--type", "chatapp",
+      "--phone-number-id", "5550001001", "--business-account-id", "7770001001", "--access-token", token)
+
+    const tenants = await admin(env, "tenant", "list")
+    const ids = tenants.items.map((t: { id: string }) => t.id)
+    expect(ids.indexOf(boot.tenant_id)).toBeGreaterThanOrEqual(0)
+    expect(ids.indexOf(other.tenant_id)).toBeGreaterThan(ids.indexOf(boot.tenant_id))
+    expect(tenants.items.find((t: { id: string }) => t.id === boot.tenant_id)).toMatchObject({
+      name: "Listed",
+      billing_account_id: boot.billing_account_id,
+      is_active: true
+    })
+
+    const keys = await runAdmin(["api-key", "list", "--tenant", boot.tenant_id], { ...process.env, ...env })
+    expect(keys.code).toBe(0)
+    for (const raw of [boot.api_key, reader.api_key, revoked.api_key, boot.user_token]) expect(keys.stdout).not.toContain(raw)
+    const listed = JSON.parse(keys.stdout).items as Array<Record<string, unknown>>
+    expect(listed.map((k) => k.id)).toEqual([expect.any(String), reader.id, revoked.id])
+    expect(listed.map((k) => k.status)).toEqual(["active", "active", "revoked"])
+    expect(listed[1]).toEqual({
+      id: reader.id,
+      tenant_id: boot.tenant_id,
+      name: "reader",
+      prefix: expect.any(String),
+      scopes: ["contacts:read"],
+      is_parent: false,
+      user_id: null,
+      status: "active",
+      expires_at: reader.expires_at,
+      revoked_at: null,
+      created_at: expect.any(String)
+    })
+    expect(reader.api_key.startsWith(listed[1]!.prefix as string)).toBe(true)
+    expect(listed[0]).toMatchObject({ name: "bootstrap", is_parent: true })
+    expect((await admin(env, "api-key", "list", "--tenant", other.tenant_id)).items).toHaveLength(1)
+
+    const channels = await runAdmin(["channel", "list", "--tenant", boot.tenant_id], { ...process.env, ...env })
+    expect(channels.stdout).not.toContain(token)
+    expect(JSON.parse(channels.stdout).items).toEqual([{ ...channel, created_at: expect.any(String), disconnected_at: null }])
+    expect((await admin(env, "channel", "list", "--tenant", other.tenant_id)).items).toEqual([])
+    const everywhere = await admin(env, "channel", "list")
+    expect(everywhere.items.map((c: { channel_id: string }) => c.channel_id)).toContain(channel.channel_id)
+
+    for (const command of [["api-key", "list"], ["channel", "list"]]) {
+      const missing = await runAdmin([...command, "--tenant", "00000000-0000-4000-8000-000000000000"], { ...process.env, ...env })
+      expect(missing).toMatchObject({ code: 1, stdout: "" })
+      expect(missing.stderr).toContain("Tenant 00000000-0000-4000-8000-000000000000 not found")
+    }
   })
 
   it("refuses revoked keys, and expired ones once the test clock passes their expiry", async () => {
@@ -168,13 +237,50 @@ describe.each(hostBackends)("the reference host on $name", (backend) => {
   })
 })
 
+/** A port nothing listens on just now. */
+const freePort = async (): Promise<number> => {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  return port
+}
+
 describe("the reference host's defaults", () => {
-  it("keeps SQLite data in OMNI_DATA_DIR when DATABASE_URL is unset", async () => {
+  it("keeps SQLite data in OMNI_DATA_DIR when DATABASE_URL is unset, owner-only", async () => {
     const dir = mkdtempSync(join(tmpdir(), "omni-defaults-"))
-    const host = await startHost({ OMNI_DATA_DIR: dir, DATABASE_URL: "" })
+    const data = join(dir, "data")
+    // A port of its own (not 0), so that the CLI, given the host's environment, knows it too.
+    const port = await freePort()
+    const env = { OMNI_DATA_DIR: data, DATABASE_URL: "", PORT: String(port) }
+    const host = await startHost(env)
     try {
-      expect(existsSync(join(dir, "omnichannel.sqlite"))).toBe(true)
-      expect(host.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(existsSync(join(data, "omnichannel.sqlite"))).toBe(true)
+      expect(host.url).toBe(`http://127.0.0.1:${port}`)
+      // What the host creates is no other local user's to read: folders 0700, the database 0600 (as secrets/).
+      const mode = (path: string) => (statSync(path).mode & 0o777).toString(8)
+      for (const folder of ["", "secrets", "files", "mail"]) expect(mode(join(data, folder)), folder).toBe("700")
+      expect(mode(join(data, "omnichannel.sqlite"))).toBe("600")
+      for (const file of readdirSync(data).filter((name) => name.startsWith("omnichannel.sqlite-"))) {
+        expect(mode(join(data, file)), file).toBe("600")
+      }
+
+      // The CLI hands out the URLs the host serves: built from PORT and HOST as the host builds them,
+      // else from OMNI_PUBLIC_URL.
+      const boot = await admin(env, "bootstrap")
+      const integration = await admin(env, "email-integration", "create", "--tenant", boot.tenant_id, "--address", "in@desk.example")
+      expect(integration.inbound_url).toBe(`${host.url}/webhooks/email/${integration.email_integration_id}`)
+      const served = await http(host.url, "GET", `/api/v1/email-integrations/${integration.email_integration_id}`, { token: boot.api_key })
+      expect(served.body.inbound_url).toBe(integration.inbound_url)
+      const posted = await fetch(integration.inbound_url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${integration.inbound_secret}`, "content-type": "message/rfc822" },
+        body: "From: a@b.example\r\nTo: in@desk.example\r\nSubject: hi\r\nMessage-ID: <1@b.example>\r\n\r\nhello\r\n"
+      })
+      expect(posted.status).toBeLessThan(300)
+      const elsewhere = await admin({ ...env, OMNI_PUBLIC_URL: "https://desk.example/omni/" }, "email-integration", "create",
+        "--tenant", boot.tenant_id, "--address", "other@desk.example")
+      expect(elsewhere.inbound_url).toBe(`https://desk.example/omni/webhooks/email/${elsewhere.email_integration_id}`)
     } finally {
       await host.stop()
       rmSync(dir, { recursive: true, force: true })

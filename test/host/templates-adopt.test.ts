@@ -454,7 +454,7 @@ describe.each(hostBackends)("adopting library templates on the reference host ($
       const from = mark()
       const browsed = await api("GET", `/chatapp-templates/library?channel_id=${goneId}`)
       expect(browsed.status).toBe(400)
-      expect(browsed.body.detail).toMatch(/not a usable chat-app channel/)
+      expect(browsed.body.detail).toMatchObject({ code: "channel_unavailable", message: expect.stringMatching(/not a usable chat-app channel/) })
       const adopted = await adopt({ channel_id: goneId, library_template_name: "delivery_feedback_1" })
       expect(adopted.status).toBe(400)
       expect(adopted.body).toMatchObject({ success: false, id: null, error_is_retryable: false, error: expect.stringMatching(/not a usable chat-app channel/) })

@@ -1,5 +1,8 @@
+import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BlobStore } from "../../src/ports/BlobStore.ts"
 import { testDatabases } from "../support/Databases.ts"
+import { rawEmail } from "../support/EmailHost.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { outboxEvents } from "./OutboxEvents.ts"
 
@@ -368,6 +371,179 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       expect((await a.as("GET", `/contacts/${contact.id}`)).body).toEqual(contact)
       expect((await outboxEvents(test, a.tenant_id)).map((e) => e.type)).toEqual(["contact.created"])
       expect(await outboxEvents(test, b.tenant_id)).toEqual([])
+    })
+  })
+  describe("DELETE /contacts/{contact_id}", () => {
+    const PDF = new TextEncoder().encode("%PDF-1.4 Ana's invoice".padEnd(2_000, "x"))
+
+    /** A mailbox of the tenant, and an email from `from` with a PDF received on it (drained, so stored). */
+    const mailbox = async (tenant: Awaited<ReturnType<typeof newTenant>>) => {
+      const integration = await tenant.as("POST", "/email-integrations", { address: `desk-${crypto.randomUUID()}@example.org` })
+      expect(integration.status).toBe(201)
+      const receive = async (from: string, subject: string) => {
+        const raw = await rawEmail({
+          from: { name: subject.split(" ")[0]!, address: from },
+          to: integration.body.address,
+          subject,
+          messageId: `${crypto.randomUUID()}@mail.example.org`,
+          text: `${subject}: see the file`,
+          files: [{ filename: `${subject}.pdf`, contentType: "application/pdf", content: PDF }]
+        })
+        const answer = await test.app.handler(new Request(`http://test.local/webhooks/email/${integration.body.id}`, {
+          method: "POST",
+          headers: { "content-type": "message/rfc822", authorization: `Bearer ${integration.body.inbound_secret}` },
+          body: new Uint8Array(raw)
+        }))
+        expect(answer.status).toBe(200)
+        await test.app.drainDueWork()
+      }
+      return { integration: integration.body, receive }
+    }
+
+    const db = () => test.database.db
+    const rowsOf = async (tenantId: string) => ({
+      conversations: await db().selectFrom("conversations").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute(),
+      messages: await db().selectFrom("messages").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute(),
+      emails: await db().selectFrom("email_messages").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute(),
+      emailFiles: await db().selectFrom("email_attachments").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute(),
+      files: await db().selectFrom("attachments").selectAll().where("tenant_id", "=", tenantId).orderBy("id").execute(),
+      subscriptions: await db().selectFrom("list_subscriptions").selectAll().where("tenant_id", "=", tenantId).orderBy("contact_id").execute()
+    })
+    const blob = (key: string) =>
+      test.app.run(Effect.flatMap(BlobStore, (blobs) => blobs.get(key))).then(Option.isSome)
+
+    it("erases the contact, its messages' and emails' personal data and its files, keeps the conversations closed, and announces contact.deleted", async () => {
+      const tenant = await newTenant()
+      const { receive } = await mailbox(tenant)
+      await receive("ana@example.org", "Ana invoice")
+      await receive("bob@example.org", "Bob order")
+      const contacts = (await tenant.as("GET", "/contacts")).body.items as ReadonlyArray<Contact>
+      const ana = contacts.find((c) => c.email === "ana@example.org")!
+      const bob = contacts.find((c) => c.email === "bob@example.org")!
+      const list = await tenant.as("POST", "/lists", { name: "Newsletter" })
+      for (const contact of [ana, bob]) {
+        expect((await tenant.as("POST", `/lists/${list.body.id}/subscriptions`, { contact_id: contact.id })).status).toBe(201)
+      }
+      const before = await rowsOf(tenant.tenant_id)
+      const anaConversation = before.conversations.find((c) => c.contact_id === ana.id)!
+      const anaFile = before.files.find((f) => f.conversation_id === anaConversation.id)!
+      const bobFile = before.files.find((f) => f.conversation_id !== anaConversation.id)!
+      expect(await blob(anaFile.blob_key)).toBe(true)
+      test.clock.advance(60_000)
+
+      const answer = await tenant.as("DELETE", `/contacts/${ana.id}`)
+
+      expect(answer.status).toBe(200)
+      expect(answer.body).toEqual({
+        id: ana.id,
+        deleted: true,
+        conversation_ids: [anaConversation.id],
+        messages_erased: 1,
+        emails_erased: 1,
+        files_deleted: 1
+      })
+      expect((await tenant.as("GET", `/contacts/${ana.id}`)).status).toBe(404)
+      expect((await tenant.as("GET", "/contacts")).body.items.map((c: Contact) => c.id)).toEqual([bob.id])
+      expect((await tenant.as("DELETE", `/contacts/${ana.id}`)).status).toBe(404)
+
+      const after = await rowsOf(tenant.tenant_id)
+      const conversation = after.conversations.find((c) => c.id === anaConversation.id)!
+      expect(conversation).toEqual({ ...anaConversation, subject: null, status: "closed", closed_at: now(), updated_at: now() })
+      const message = after.messages.find((m) => m.conversation_id === anaConversation.id)!
+      expect(message.text).toBeNull()
+      const email = after.emails.find((e) => e.conversation_id === anaConversation.id)!
+      expect(JSON.parse(message.content)).toEqual({ erased: true, email_message_id: email.id })
+      expect(email).toMatchObject({
+        subject: null,
+        from_address: null,
+        to_addresses: "[]",
+        reply_to_addresses: "[]",
+        text_body: null,
+        html_body: null,
+        headers: "[]",
+        message_id_header: `${email.id}@erased.invalid`
+      })
+      // Nothing of Ana is left in any row of the tenant; Bob's rows are as they were.
+      expect(JSON.stringify(after)).not.toMatch(/ana@example\.org|Ana invoice|Ana's invoice/i)
+      expect(after.files.map((f) => f.id)).toEqual([bobFile.id])
+      expect(after.emailFiles.map((f) => f.attachment_id)).toEqual([bobFile.id])
+      expect(await blob(anaFile.blob_key)).toBe(false)
+      expect(await blob(bobFile.blob_key)).toBe(true)
+      expect(after.subscriptions.map((s) => s.contact_id)).toEqual([bob.id])
+      for (const table of ["conversations", "messages", "emails"] as const) {
+        expect(after[table].filter((row) => row.id !== undefined && !JSON.stringify(row).includes(anaConversation.id)))
+          .toEqual(before[table].filter((row) => !JSON.stringify(row).includes(anaConversation.id)))
+      }
+      expect((await tenant.as("GET", `/contacts/${bob.id}`)).body).toEqual(bob)
+
+      const deleted = await outboxEvents(test, tenant.tenant_id, "contact.deleted")
+      expect(deleted).toEqual([{
+        id: expect.any(String),
+        type: "contact.deleted",
+        event_id: deleted[0]!.id,
+        created_at: now(),
+        tenant_id: tenant.tenant_id,
+        data: { contact: { id: ana.id }, conversation_ids: [anaConversation.id], deleted_at: now() }
+      }])
+    })
+
+    it("answers 404 for another tenant's contact and changes nothing of it", async () => {
+      const a = await newTenant()
+      const b = await newTenant()
+      const { receive } = await mailbox(a)
+      await receive("ana@example.org", "Ana invoice")
+      const [ana] = (await a.as("GET", "/contacts")).body.items as ReadonlyArray<Contact>
+      const before = await rowsOf(a.tenant_id)
+
+      const answer = await b.as("DELETE", `/contacts/${ana!.id}`)
+
+      expect(answer.status).toBe(404)
+      expect(answer.body).toEqual({ detail: `Contact ${ana!.id} not found` })
+      expect(await rowsOf(a.tenant_id)).toEqual(before)
+      expect((await a.as("GET", `/contacts/${ana!.id}`)).body).toEqual(ana)
+      expect(await blob(before.files[0]!.blob_key)).toBe(true)
+      expect(await outboxEvents(test, a.tenant_id, "contact.deleted")).toEqual([])
+      expect(await outboxEvents(test, b.tenant_id, "contact.deleted")).toEqual([])
+    })
+
+    it("erases a contact without conversations, and answers 404 for an id that names no contact", async () => {
+      const tenant = await newTenant()
+      const contact = await create(tenant, { name: "Ada", phone: "+14155550100" })
+      expect((await tenant.as("DELETE", `/contacts/${contact.id}`)).body).toEqual({
+        id: contact.id,
+        deleted: true,
+        conversation_ids: [],
+        messages_erased: 0,
+        emails_erased: 0,
+        files_deleted: 0
+      })
+      // The phone is free again: a new contact may take it.
+      expect((await tenant.as("POST", "/contacts", { phone: "+14155550100" })).status).toBe(201)
+      expect((await tenant.as("DELETE", `/contacts/${crypto.randomUUID()}`)).status).toBe(404)
+      expect((await tenant.as("DELETE", "/contacts/not-a-uuid")).status).toBe(404)
+    })
+
+    it("needs contacts:delete: contacts:update is not enough", async () => {
+      const tenant = await newTenant()
+      const contact = await create(tenant, { name: "Ada" })
+      const key = await test.operator((operator) =>
+        operator.createApiKey({ tenantId: tenant.tenant_id, scopes: ["contacts:read", "contacts:update"] }))
+
+      const answer = await test.call("DELETE", `/contacts/${contact.id}`, { token: key.api_key })
+
+      expect(answer.status).toBe(403)
+      expect(answer.body).toEqual({ detail: "Missing required permission(s): contacts:delete" })
+      expect((await tenant.as("GET", `/contacts/${contact.id}`)).status).toBe(200)
+    })
+
+    it("lets a webhook endpoint subscribe to contact.deleted", async () => {
+      const tenant = await newTenant()
+      const answer = await tenant.as("POST", "/webhook-endpoints", {
+        name: "Erasures",
+        url: "https://hooks.example.com/erasures",
+        subscribed_events: ["contact.deleted"]
+      })
+      expect(answer.status).toBe(201)
     })
   })
 })

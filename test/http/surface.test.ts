@@ -42,8 +42,8 @@ describe("routing", () => {
 
   it.each([
     ["DELETE", "/contacts", ["GET", "POST"]],
-    ["PUT", "/contacts/00000000-0000-4000-8000-000000000000", ["GET", "PATCH"]],
-    ["GET", "/tenants", ["POST"]]
+    ["PUT", "/contacts/00000000-0000-4000-8000-000000000000", ["DELETE", "GET", "PATCH"]],
+    ["DELETE", "/tenants", ["GET", "POST"]]
   ])("answers 405 with an Allow header to %s %s", async (method, path, allowed) => {
     const answer = await send(`/api/v1${path}`, { method, headers: { authorization: `Bearer ${owner.api_key}` } })
     expect(answer.status).toBe(405)
@@ -197,6 +197,76 @@ describe("request bodies", () => {
     const answer = await postContact(`{"name":"Ada","custom_fields":{"deep":${"[".repeat(depth)}${"]".repeat(depth)}}}`)
     expect(answer.status).toBe(422)
     expect(answer.body.detail).toContainEqual(expect.objectContaining({ loc: ["body", "custom_fields", "deep"] }))
+  })
+})
+
+describe("query parameters", () => {
+  const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
+  const issuesOf = (body: any): Array<{ loc: Array<string | number>; type: string }> =>
+    Array.isArray(body?.detail) ? body.detail : Array.isArray(body?.detail?.errors) ? body.detail.errors : []
+
+  it("refuses an unknown parameter with 422 extra_forbidden naming it, as an unknown body field is", async () => {
+    const answer = await test.call("GET", "/contacts?search=ada&page_size=5&sort=name", { token: owner.api_key })
+    expect(answer.status).toBe(422)
+    expect(answer.body).toEqual({
+      detail: expect.arrayContaining([
+        { loc: ["query", "search"], msg: "Unknown field", type: "extra_forbidden" },
+        { loc: ["query", "sort"], msg: "Unknown field", type: "extra_forbidden" }
+      ])
+    })
+    expect(answer.body.detail).toHaveLength(2)
+  })
+
+  it("refuses any parameter on a route that declares none", async () => {
+    const created = await test.call("POST", "/contacts", { token: owner.api_key, body: { name: "Query" } })
+    const answer = await test.call("GET", `/contacts/${created.body.id}?expand=lists`, { token: owner.api_key })
+    expect(answer).toMatchObject({ status: 422, body: { detail: [{ loc: ["query", "expand"], msg: "Unknown field", type: "extra_forbidden" }] } })
+    expect((await test.call("GET", `/contacts/${created.body.id}`, { token: owner.api_key })).status).toBe(200)
+  })
+
+  it("refuses an unknown parameter in the webhook routes' coded form", async () => {
+    const answer = await test.call("GET", `/webhook-endpoints/${UNKNOWN_ID}/deliveries?since=yesterday`, { token: owner.api_key })
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toMatchObject({
+      code: "VALIDATION_ERROR",
+      errors: [{ loc: ["query", "since"], msg: "Unknown field", type: "extra_forbidden" }]
+    })
+  })
+
+  it("still authenticates first: no credential is 401 whatever the query", async () => {
+    expect((await test.call("GET", "/contacts?search=x")).status).toBe(401)
+  })
+
+  // Every GET route takes every query parameter its OpenAPI operation documents, each sent alone
+  // (with the required ones) with a value its documented schema allows.
+  const sample = (schema: any): string => {
+    if (Array.isArray(schema.enum)) return String(schema.enum[0])
+    if (schema.type === "integer" || schema.type === "number") return String(schema.minimum ?? 1)
+    if (schema.type === "boolean") return "true"
+    if (schema.format === "uuid") return UNKNOWN_ID
+    return "x".repeat(Math.max(1, schema.minLength ?? 1))
+  }
+  it("accepts every documented parameter of every GET route", async () => {
+    const document = (await send("/api/v1/openapi.json")).body
+    let sent = 0
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      const operation = operations.get
+      if (operation === undefined) continue
+      const query = operation.parameters.filter((p: any) => p.in === "query")
+      const required = query.filter((p: any) => p.required)
+      const target = path.replace(/\{\w+\}/g, UNKNOWN_ID)
+      for (const parameter of query.length === 0 ? [undefined] : query) {
+        const params = new URLSearchParams()
+        for (const p of new Set([...required, ...(parameter === undefined ? [] : [parameter])])) params.set(p.name, sample(p.schema))
+        const token = operation.security[0].userToken === undefined ? owner.api_key : owner.user_token
+        const answer = await send(`${target}?${params}`, { headers: { authorization: `Bearer ${token}` } })
+        const label = `GET ${target}?${params} -> ${answer.status} ${JSON.stringify(answer.body)}`
+        expect(answer.status, label).not.toBe(401)
+        expect(issuesOf(answer.body).filter((issue) => issue.loc[0] === "query"), label).toEqual([])
+        sent++
+      }
+    }
+    expect(sent).toBeGreaterThan(40)
   })
 })
 

@@ -264,3 +264,207 @@ describe.each(testDatabases)("POST /tenants on $name", (database) => {
     })
   })
 })
+
+describe.each(testDatabases)("GET /tenants and GET /tenants/{id} on $name", (database) => {
+  let test: TestApp
+  beforeAll(async () => {
+    test = await startTestApp(await database.open())
+  })
+  afterAll(() => test.close())
+
+  const list = (token: string, query = "", headers: Record<string, string> = {}) =>
+    test.call("GET", `/tenants${query}`, { token, headers })
+  const getTenant = (token: string, id: string, headers: Record<string, string> = {}) =>
+    test.call("GET", `/tenants/${id}`, { token, headers })
+  const ids = (answer: { readonly body: any }): Array<string> => answer.body.items.map((item: { id: string }) => item.id)
+  const notFound = (id: string) => ({ status: 404, body: { detail: `Tenant ${id} not found` } })
+
+  /** An owner (bootstrapped) with `subs` sub-accounts made a minute apart, so their order is the clock's. */
+  const ownerWithSubs = async (subs: number) => {
+    const owner = await bootstrap(test)
+    const subIds: Array<string> = []
+    for (let i = 0; i < subs; i++) {
+      test.clock.advance(60_000)
+      const made = await test.call("POST", "/tenants", { token: owner.user_token, body: { name: `Sub ${i} ${tag()}` } })
+      expect(made.status).toBe(201)
+      subIds.push(made.body.id)
+    }
+    return { owner, subIds }
+  }
+  const keyIn = async (tenantId: string, options: { readonly parent?: boolean; readonly scopes?: ReadonlyArray<string> } = {}) =>
+    (await test.operator((operator) =>
+      operator.createApiKey({ tenantId, scopes: options.scopes ?? ["contacts:read"], parent: options.parent ?? false })
+    )).api_key
+  const deactivate = (tenantId: string) =>
+    test.database.db.updateTable("tenants").set({ is_active: 0 }).where("id", "=", tenantId).execute()
+
+  it("shows a parent key its own tenant and its sub-accounts, oldest first, as POST /tenants answered them", async () => {
+    const { owner, subIds } = await ownerWithSubs(2)
+    const answer = await list(owner.api_key)
+
+    expect(answer.status).toBe(200)
+    expect(ids(answer)).toEqual([owner.tenant_id, ...subIds])
+    expect(answer.body.pagination).toEqual({ page: 1, page_size: 25, total: 3, total_pages: 1 })
+    const one = await getTenant(owner.api_key, subIds[1]!)
+    expect(one.status).toBe(200)
+    expect(answer.body.items[2]).toEqual(one.body)
+    expect(one.body).toMatchObject({ id: subIds[1], billing_account_id: owner.billing_account_id, is_active: true })
+    expect((await getTenant(owner.api_key, owner.tenant_id)).body.id).toBe(owner.tenant_id)
+  })
+
+  it("lists the same for a parent key acting in a sub-account through X-Tenant-ID", async () => {
+    const { owner, subIds } = await ownerWithSubs(2)
+    const viaSub = await list(owner.api_key, "", { "x-tenant-id": subIds[0]! })
+    expect(viaSub.status).toBe(200)
+    expect(ids(viaSub)).toEqual([owner.tenant_id, ...subIds])
+    expect((await getTenant(owner.api_key, owner.tenant_id, { "x-tenant-id": subIds[0]! })).status).toBe(200)
+  })
+
+  it("shows a sub-account's own key only its own tenant, and 404 for its parent and siblings", async () => {
+    const { owner, subIds } = await ownerWithSubs(2)
+    const subKey = await keyIn(subIds[0]!)
+
+    const answer = await list(subKey)
+    expect(answer.status).toBe(200)
+    expect(ids(answer)).toEqual([subIds[0]])
+    expect(answer.body.pagination).toEqual({ page: 1, page_size: 25, total: 1, total_pages: 1 })
+    expect((await getTenant(subKey, subIds[0]!)).status).toBe(200)
+    for (const other of [owner.tenant_id, subIds[1]!]) {
+      const refused = await getTenant(subKey, other)
+      expect({ status: refused.status, body: refused.body }).toEqual(notFound(other))
+    }
+  })
+
+  it("shows a parent key of a sub-account the whole billing account, as X-Tenant-ID lets it act there", async () => {
+    const { owner, subIds } = await ownerWithSubs(1)
+    const parentInSub = await keyIn(subIds[0]!, { parent: true })
+    expect(ids(await list(parentInSub))).toEqual([owner.tenant_id, subIds[0]])
+    // What it lists is exactly where X-Tenant-ID is accepted.
+    expect((await test.call("GET", "/contacts", { token: parentInSub, headers: { "x-tenant-id": owner.tenant_id } })).status).toBe(200)
+  })
+
+  it("never shows another billing account's tenants, not even the same owner's other account", async () => {
+    const { owner } = await ownerWithSubs(1)
+    const stranger = await ownerWithSubs(1)
+    const { billing_account_id: second } = await test.operator((operator) => operator.createBillingAccount(owner.user_id))
+    const inSecond = await test.call("POST", "/tenants", { token: owner.user_token, body: { name: "Second account", billing_account_id: second } })
+    expect(inSecond.status).toBe(201)
+
+    const seen = ids(await list(owner.api_key))
+    for (const foreign of [stranger.owner.tenant_id, ...stranger.subIds, inSecond.body.id]) {
+      expect(seen).not.toContain(foreign)
+      const refused = await getTenant(owner.api_key, foreign)
+      expect({ status: refused.status, body: refused.body }).toEqual(notFound(foreign))
+    }
+    expect(ids(await list(stranger.owner.api_key))).toEqual([stranger.owner.tenant_id, ...stranger.subIds])
+  })
+
+  it("leaves out a deactivated sub-account for the parent key, as X-Tenant-ID does, while the sub-account's own key still sees it", async () => {
+    const { owner, subIds } = await ownerWithSubs(2)
+    const subKey = await keyIn(subIds[0]!)
+    await deactivate(subIds[0]!)
+
+    expect(ids(await list(owner.api_key))).toEqual([owner.tenant_id, subIds[1]])
+    expect(await getTenant(owner.api_key, subIds[0]!).then(({ status, body }) => ({ status, body }))).toEqual(notFound(subIds[0]!))
+    expect((await test.call("GET", "/contacts", { token: owner.api_key, headers: { "x-tenant-id": subIds[0]! } })).status).toBe(403)
+    const own = await list(subKey)
+    expect(own.body.items).toEqual([expect.objectContaining({ id: subIds[0], is_active: false })])
+    expect((await getTenant(subKey, subIds[0]!)).body).toMatchObject({ id: subIds[0], is_active: false })
+  })
+
+  it("pages like the other lists: page and page_size, total and total_pages", async () => {
+    const { owner, subIds } = await ownerWithSubs(4)
+    const all = [owner.tenant_id, ...subIds]
+
+    const pages = await Promise.all([1, 2, 3].map((page) => list(owner.api_key, `?page=${page}&page_size=2`)))
+    expect(pages.map(ids)).toEqual([all.slice(0, 2), all.slice(2, 4), all.slice(4)])
+    expect(pages.map((page) => page.body.pagination)).toEqual([1, 2, 3].map((page) => ({ page, page_size: 2, total: 5, total_pages: 3 })))
+    const past = await list(owner.api_key, "?page=4&page_size=2")
+    expect(past.body).toEqual({ items: [], pagination: { page: 4, page_size: 2, total: 5, total_pages: 3 } })
+    expect((await list(owner.api_key, "?page_size=100")).body.pagination.page_size).toBe(100)
+  })
+
+  it.each([
+    ["page 0", "?page=0", "page"],
+    ["page not a number", "?page=two", "page"],
+    ["page_size 0", "?page_size=0", "page_size"],
+    ["page_size above 100", "?page_size=101", "page_size"]
+  ])("answers 422 naming the query field: %s", async (_, query, field) => {
+    const owner = await bootstrap(test)
+    const answer = await list(owner.api_key, query)
+    expect(answer.status).toBe(422)
+    expect(answer.body.detail).toContainEqual(expect.objectContaining({ loc: ["query", field] }))
+  })
+
+  it("answers 404 with the same body for an unknown id, a malformed one and another account's", async () => {
+    const owner = await bootstrap(test)
+    const stranger = await bootstrap(test)
+    for (const id of [crypto.randomUUID(), "not-a-tenant-id", stranger.tenant_id]) {
+      const answer = await getTenant(owner.api_key, id)
+      expect({ status: answer.status, body: answer.body }).toEqual(notFound(id))
+      const asUser = await getTenant(owner.user_token, id)
+      expect({ status: asUser.status, body: asUser.body }).toEqual(notFound(id))
+    }
+    // An upper-case spelling names the same tenant, as in X-Tenant-ID.
+    expect((await getTenant(owner.api_key, owner.tenant_id.toUpperCase())).body.id).toBe(owner.tenant_id)
+  })
+
+  it("needs no particular scope, but a valid credential, and refuses a foreign X-Tenant-ID as every route does", async () => {
+    const owner = await bootstrap(test)
+    const stranger = await bootstrap(test)
+    const narrowKey = await keyIn(owner.tenant_id, { scopes: ["webhooks:read"] })
+    expect(ids(await list(narrowKey))).toEqual([owner.tenant_id])
+
+    for (const token of [undefined, "ock_nope_nope", "ocu_nope_nope"]) {
+      const answer = await test.call("GET", "/tenants", token === undefined ? {} : { token })
+      expect(answer.status).toBe(401)
+    }
+    const foreign = await list(owner.api_key, "", { "x-tenant-id": stranger.tenant_id })
+    expect({ status: foreign.status, body: foreign.body }).toEqual({ status: 403, body: { detail: "Not allowed to act in the requested tenant" } })
+  })
+
+  describe("with a user token", () => {
+    it("shows the active tenants of every billing account the user owns, and nothing of others'", async () => {
+      const { owner, subIds } = await ownerWithSubs(2)
+      const stranger = await bootstrap(test)
+      test.clock.advance(60_000)
+      const { billing_account_id: second } = await test.operator((operator) => operator.createBillingAccount(owner.user_id))
+      const inSecond = await test.call("POST", "/tenants", { token: owner.user_token, body: { name: "Second account", billing_account_id: second } })
+      await deactivate(subIds[1]!)
+
+      const answer = await list(owner.user_token)
+      expect(answer.status).toBe(200)
+      expect(ids(answer)).toEqual([owner.tenant_id, subIds[0], inSecond.body.id])
+      expect(answer.body.pagination).toEqual({ page: 1, page_size: 25, total: 3, total_pages: 1 })
+      expect((await getTenant(owner.user_token, inSecond.body.id)).body).toMatchObject({ id: inSecond.body.id, billing_account_id: second })
+      for (const hidden of [subIds[1]!, stranger.tenant_id]) {
+        const refused = await getTenant(owner.user_token, hidden)
+        expect({ status: refused.status, body: refused.body }).toEqual(notFound(hidden))
+      }
+      // X-Tenant-ID means nothing to a user token.
+      expect(ids(await list(owner.user_token, "", { "x-tenant-id": stranger.tenant_id }))).toEqual(ids(answer))
+    })
+
+    it("shows an empty page to a user who owns no billing account, and their first tenant once made", async () => {
+      const user = await test.operator((operator) => operator.createUser(`nobody-${tag()}@example.com`))
+      expect((await list(user.user_token)).body).toEqual({ items: [], pagination: { page: 1, page_size: 25, total: 0, total_pages: 0 } })
+      const made = await test.call("POST", "/tenants", { token: user.user_token, body: { name: "First" } })
+      expect(ids(await list(user.user_token))).toEqual([made.body.id])
+    })
+  })
+
+  it("documents both routes in the OpenAPI document, taking an API key or a user token", async () => {
+    const document = (await test.call("GET", "/openapi.json")).body
+    const operations = document.paths["/api/v1/tenants"]
+    for (const operation of [operations.get, document.paths["/api/v1/tenants/{tenant_id}"].get]) {
+      expect(operation.security).toEqual([{ apiKey: [] }, { userToken: [] }])
+      expect(operation["x-required-scopes-any-of"]).toBeUndefined()
+      expect(operation.parameters).toContainEqual(expect.objectContaining({ name: "X-Tenant-ID", in: "header" }))
+    }
+    expect(operations.get.operationId).toBe("listTenants")
+    expect(operations.get.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(["page", "page_size"]))
+    expect(Object.keys(operations.get.responses)).toEqual(expect.arrayContaining(["200", "401", "403", "422"]))
+    expect(Object.keys(document.paths["/api/v1/tenants/{tenant_id}"].get.responses)).toEqual(expect.arrayContaining(["200", "401", "403", "404"]))
+    expect(operations.post.security).toEqual([{ userToken: [] }])
+  })
+})

@@ -11,14 +11,17 @@ const run = promisify(execFile)
 // An application folder with the package installed as npm would: package.json and the built
 // dist/ under node_modules/omnichannel-core, and the peers the application itself provides.
 let app: string
+// What the build printed: the declaration bundler warns there of a type an entry names but exports nowhere.
+let buildOutput: string
 
 beforeAll(async () => {
   app = mkdtempSync(join(tmpdir(), "omni-consumer-"))
   const installed = join(app, "node_modules", "omnichannel-core")
   mkdirSync(installed, { recursive: true })
-  await run(process.execPath, [join(ROOT, "node_modules", "tsup", "dist", "cli-default.js"), "--out-dir", join(installed, "dist")], {
+  const built = await run(process.execPath, [join(ROOT, "node_modules", "tsup", "dist", "cli-default.js"), "--out-dir", join(installed, "dist")], {
     cwd: ROOT
   })
+  buildOutput = `${built.stdout}\n${built.stderr}`
   cpSync(join(ROOT, "package.json"), join(installed, "package.json"))
   // The dependencies npm installs with the package, and the peers the application provides
   // (vitest for omnichannel-core/testing).
@@ -166,6 +169,54 @@ describe("the built package, imported by name", () => {
     expect(names).toContainEqual(expect.stringContaining("Kysely storage from dist/ on SQLite ContactStore"))
     expect(names).toContainEqual(expect.stringContaining("Kysely storage from dist/ on SQLite WebhookDeliveryStore"))
   }, 60_000)
+
+  it("builds declarations that name no type they leave unexported", () => {
+    expect(buildOutput).toContain("Build success")
+    // e.g. `Entry "index.d.ts" still references private shared type exports with no public re-export: HmacSigner`
+    expect(buildOutput).not.toMatch(/private shared type exports|no public re-export/)
+  })
+
+  it("compiles an application's own declarations of values typed by the package (no TS2742: every type can be named)", async () => {
+    writeFileSync(join(app, "declared.ts"), `
+      import { Effect } from "effect"
+      import { Auth, Events, make, Webhooks } from "omnichannel-core"
+      import { makeSimulatedChatPlatform } from "omnichannel-core/chatapp"
+      import { layer, openSqlite } from "omnichannel-core/kysely"
+      import { nodeHmacSigner } from "omnichannel-core/node"
+      export const deliveries = Webhooks.WebhookDeliveryService.layer
+      export const sign = Webhooks.sign
+      export const signer = nodeHmacSigner
+      export const platform = makeSimulatedChatPlatform()
+      export const event = Events.makeEvent({ type: "contact.created", tenantId: "t", data: {} })
+      export const keys = (tenantId: string) => Effect.flatMap(Auth.Operator, (operator) => operator.listApiKeys(tenantId))
+      export const connect = Effect.flatMap(Auth.Operator, (operator) => operator.createChannel({ tenantId: "t", type: "chatapp", inputs: {} }))
+      export const start = () => make({ storage: layer(openSqlite(":memory:"), "sqlite") })
+    `)
+    writeFileSync(join(app, "tsconfig.declared.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "es2023",
+        declaration: true,
+        emitDeclarationOnly: true,
+        outDir: "declared",
+        skipLibCheck: true,
+        types: ["node"]
+      },
+      files: ["declared.ts"]
+    }))
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
+    const result = await run(process.execPath, [tsc, "-p", "tsconfig.declared.json"], { cwd: app }).then(
+      () => "",
+      (error: { stdout: string }) => error.stdout
+    )
+    // TS2742/TS2883/TS4023: a type reachable only inside the bundle ("cannot be named … not portable").
+    expect(result).toBe("")
+    const declared = readFileSync(join(app, "declared", "declared.d.ts"), "utf8")
+    expect(declared).toContain('import("omnichannel-core").HmacSigner')
+    expect(declared).not.toMatch(/dist\//)
+  }, 120_000)
 
   it("type-checks an application against the published declarations", async () => {
     writeFileSync(join(app, "app.ts"), `

@@ -13,8 +13,23 @@ export interface FakeGraphRequest {
   readonly query: Readonly<Record<string, string>>
   readonly headers: http.IncomingHttpHeaders
   readonly body: string
+  /** The body's bytes as sent (a media upload's file is binary). */
+  readonly raw: Buffer
   /** The body parsed as JSON; undefined when it is not JSON. */
   readonly json: unknown
+}
+
+/** A media upload (`POST /{phone_number_id}/media`) the fake took, its multipart fields read. */
+export interface FakeUpload {
+  /** The media id the fake answered; `GET /{id}` serves the file back. */
+  readonly id: string
+  readonly phoneNumberId: string
+  /** The `messaging_product` and `type` fields. */
+  readonly fields: Readonly<Record<string, string>>
+  /** The `file` part: its name, `Content-Type` and bytes. */
+  readonly filename: string | null
+  readonly contentType: string | null
+  readonly bytes: Uint8Array
 }
 
 /** One scripted answer. */
@@ -28,6 +43,8 @@ export interface FakeAnswer {
   readonly headers?: Readonly<Record<string, string>>
   /** Never answers: the client's timeout ends the exchange. */
   readonly hang?: boolean
+  /** Answers as the fake does unscripted (a scripted answer that lets one request through). */
+  readonly unscripted?: boolean
   /**
    * Answers only once this settles (the request is recorded on arrival): an operator answer held
    * for exactly as long as a test needs, so something else can happen while the call is in flight.
@@ -98,6 +115,8 @@ export interface FakeGraph {
   readonly media: (id: string, media: FakeMedia) => void
   /** Sets what `GET /{id}` says of phone number `id` from now on (merged over earlier settings). */
   readonly number: (id: string, number: FakeNumber) => void
+  /** Every media upload the fake took (answered with an id), in order. */
+  readonly uploads: () => ReadonlyArray<FakeUpload>
   /** How many `GET /message_template_library` requests arrived so far (pages included, scripted or not). */
   readonly libraryCalls: () => number
   readonly close: () => Promise<void>
@@ -197,6 +216,32 @@ const patternOf = (path: string | RegExp): RegExp =>
       segment === "*" || /^\{\w+\}$/.test(segment) ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
     ).join("/")}$`)
 
+/** The parts of a `multipart/form-data` body: each part's headers (lower-cased names) and bytes. */
+export const multipartParts = (contentType: string | undefined, raw: Buffer) => {
+  const boundary = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType ?? "")
+  if (boundary === null) return undefined
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`)
+  const parts: Array<{ readonly headers: Record<string, string>; readonly body: Buffer }> = []
+  let at = raw.indexOf(delimiter)
+  while (at !== -1) {
+    const start = at + delimiter.length
+    if (raw.subarray(start, start + 2).toString() === "--") return parts
+    const next = raw.indexOf(delimiter, start)
+    if (next === -1) return undefined
+    const part = raw.subarray(start + 2, next - 2)
+    const split = part.indexOf("\r\n\r\n")
+    if (split === -1) return undefined
+    const headers: Record<string, string> = {}
+    for (const line of part.subarray(0, split).toString("utf8").split("\r\n")) {
+      const colon = line.indexOf(":")
+      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+    }
+    parts.push({ headers, body: part.subarray(split + 4) })
+    at = next
+  }
+  return undefined
+}
+
 const cursorOf = (offset: number) => Buffer.from(`fake:${offset}`).toString("base64url")
 const offsetOf = (cursor: string | undefined) =>
   cursor === undefined ? 0 : Number(/^fake:(\d+)$/.exec(Buffer.from(cursor, "base64url").toString())?.[1] ?? 0)
@@ -220,6 +265,7 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
   const mediaById = new Map<string, FakeMedia & { issued: number; readonly valid: Set<string> }>()
   const templates = new Map<string, Array<Record<string, unknown>>>()
   const byRecipient = new Map<string, Array<FakeAnswer>>()
+  const uploads: Array<FakeUpload> = []
   const digitsOf = (value: unknown) => String(value ?? "").replace(/\D/g, "")
   const isSend = (request: FakeGraphRequest) => request.method === "POST" && /^\/[^/]+\/messages$/.test(request.path)
   let sent = 0
@@ -244,6 +290,35 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
     if (request.method === "GET" && first === "message_template_library" && segments.length === 1) {
       const matching = library.filter((entry) => libraryEntryMatches(entry, request.query))
       return { json: page(matching, offsetOf(request.query.after), libraryPageSize, request) }
+    }
+    if (first !== undefined && second === "media" && segments.length === 2 && request.method === "POST") {
+      const parts = multipartParts(request.headers["content-type"], request.raw)
+      const fields: Record<string, string> = {}
+      let file: { readonly headers: Record<string, string>; readonly body: Buffer } | undefined
+      for (const part of parts ?? []) {
+        const name = /name="([^"]*)"/.exec(part.headers["content-disposition"] ?? "")?.[1]
+        if (name === "file") file = part
+        else if (name !== undefined) fields[name] = part.body.toString("utf8")
+      }
+      if (parts === undefined || file === undefined || fields.messaging_product !== "whatsapp" || fields.type === undefined) {
+        return graphError(400, {
+          code: 100,
+          message: "(#100) The parameter messaging_product, file and type are required and the body must be multipart/form-data"
+        })
+      }
+      const id = `93000000${String(uploads.length + 1).padStart(6, "0")}`
+      const contentType = file.headers["content-type"] ?? null
+      const bytes = new Uint8Array(file.body)
+      uploads.push({
+        id,
+        phoneNumberId: first,
+        fields,
+        filename: /filename="([^"]*)"/.exec(file.headers["content-disposition"] ?? "")?.[1] ?? null,
+        contentType,
+        bytes
+      })
+      mediaById.set(id, { bytes, mimeType: fields.type, issued: 0, valid: new Set() })
+      return { json: { id } }
     }
     if (first !== undefined && second === "messages" && request.method === "POST") {
       const to = String((request.json as { to?: unknown } | undefined)?.to ?? "")
@@ -331,8 +406,9 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://fake")
-      const raw = (req.url ?? "/").split("?")[0]!
-      const body = Buffer.concat(chunks).toString("utf8")
+      const pathname = (req.url ?? "/").split("?")[0]!
+      const raw = Buffer.concat(chunks)
+      const body = raw.toString("utf8")
       let json: unknown
       try {
         json = body === "" ? undefined : JSON.parse(body)
@@ -341,17 +417,19 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       }
       const request: FakeGraphRequest = {
         method: req.method ?? "",
-        path: raw.startsWith(`${version}/`) ? raw.slice(version.length) : raw,
+        path: pathname.startsWith(`${version}/`) ? pathname.slice(version.length) : pathname,
         query: Object.fromEntries(url.searchParams),
         headers: req.headers,
         body,
+        raw,
         json
       }
       seen.push(request)
       if (request.method === "GET" && request.path === "/message_template_library") libraryCalls += 1
       const forRecipient = isSend(request) ? byRecipient.get(digitsOf((request.json as { to?: unknown } | undefined)?.to)) : undefined
       const scripted = scripts.find((s) => s.method === request.method && s.answers.length > 0 && s.pattern.test(request.path))
-      const answer = forRecipient?.shift() ?? scripted?.answers.shift() ?? defaultAnswer(request)
+      const picked = forRecipient?.shift() ?? scripted?.answers.shift()
+      const answer = picked === undefined || picked.unscripted === true ? defaultAnswer(request) : picked
       if (answer.hang === true) return
       if (answer.after !== undefined) {
         void answer.after.then(() => {
@@ -397,6 +475,7 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
     number: (id, number) => {
       numbers.set(id, { ...numbers.get(id), ...number })
     },
+    uploads: () => [...uploads],
     libraryCalls: () => libraryCalls,
     close: () =>
       new Promise<void>((resolve) => {

@@ -30,7 +30,11 @@ export const apiKeyStoreLayer: Layer.Layer<ApiKeyStore, never, KyselyConnection>
       revoke: (id, at) =>
         query(connection, (db) =>
           db.updateTable("api_keys").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null)
-            .execute()).pipe(Effect.andThen(get("id", id)))
+            .execute()).pipe(Effect.andThen(get("id", id))),
+      listByTenant: (tenantId) =>
+        query(connection, (db) =>
+          db.selectFrom("api_keys").selectAll().where("tenant_id", "=", tenantId).orderBy("created_at").orderBy("id").execute())
+          .pipe(Effect.map((rows) => rows.map(fromRow)))
     })
   })
 )

@@ -1,6 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { type ContactRecord, ContactStore } from "../../../src/ports/ContactStore.ts"
-import { KyselyConnection, query } from "../Connection.ts"
+import { atomically, KyselyConnection, query } from "../Connection.ts"
+import { eraseContact } from "../ContactErasure.ts"
 import type { ContactsTable } from "../Database.ts"
 import { filterOnly, jsonBatch } from "../JsonBatch.ts"
 import { sql } from "kysely"
@@ -102,6 +103,9 @@ export const contactStoreLayer: Layer.Layer<ContactStore, never, KyselyConnectio
           if (afterId !== null) q = q.where("id", ">", afterId)
           return q.orderBy("id").limit(limit).execute()
         }).pipe(Effect.map((rows) => rows.map(fromRow))),
+      erase: (tenantId, contactId, at) =>
+        atomically(connection, (db) => eraseContact(db, dialect, tenantId, contactId, at))
+          .pipe(Effect.map(Option.fromUndefinedOr)),
       findBy: (tenantId, field, value) =>
         query(connection, (db) =>
           db.selectFrom("contacts").selectAll().where("tenant_id", "=", tenantId).where(field, "=", value)

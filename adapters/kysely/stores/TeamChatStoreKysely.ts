@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import {
+  type TeamChatChannelActivity,
   type TeamChatChannelRecord,
   type TeamChatMemberRecord,
   type TeamChatMessageRecord,
@@ -48,6 +49,26 @@ const attachmentsOf = async (db: Db, messageIds: ReadonlyArray<string>): Promise
   return byMessage
 }
 
+// The members of these channels, each channel's in the order they joined (ties by user id).
+const membersOf = async (db: Db, channelIds: ReadonlyArray<string>): Promise<ReadonlyMap<string, Array<TeamChatMemberRecord>>> => {
+  const byChannel = new Map<string, Array<TeamChatMemberRecord>>(channelIds.map((id) => [id, []]))
+  if (channelIds.length === 0) return byChannel
+  const rows = await db.selectFrom("team_chat_members").selectAll().where("channel_id", "in", [...channelIds])
+    .orderBy("channel_id").orderBy("joined_at").orderBy("user_id").execute()
+  for (const row of rows) byChannel.get(row.channel_id)?.push(row)
+  return byChannel
+}
+
+// The tenants these channels are seen from, each channel's sorted (its own among them).
+const seenFrom = async (db: Db, channelIds: ReadonlyArray<string>): Promise<ReadonlyMap<string, Array<string>>> => {
+  const byChannel = new Map<string, Array<string>>(channelIds.map((id) => [id, []]))
+  if (channelIds.length === 0) return byChannel
+  const rows = await db.selectFrom("team_chat_channel_tenants").select(["channel_id", "tenant_id"])
+    .where("channel_id", "in", [...channelIds]).orderBy("channel_id").orderBy("tenant_id").execute()
+  for (const row of rows) byChannel.get(row.channel_id)?.push(row.tenant_id)
+  return byChannel
+}
+
 const withAttachments = async (db: Db, rows: ReadonlyArray<MessageRow>): Promise<Array<TeamChatMessageRecord>> => {
   const files = await attachmentsOf(db, rows.map((row) => row.id))
   return rows.map((row) => messageFromRow(row, files.get(row.id) ?? []))
@@ -81,6 +102,35 @@ export const teamChatStoreLayer: Layer.Layer<TeamChatStore, never, KyselyConnect
           const members = await db.selectFrom("team_chat_members").selectAll().where("channel_id", "=", channelId)
             .orderBy("joined_at").orderBy("user_id").execute()
           return Option.some({ channel: channelFromRow(row, await sharedWith(db, row)), members })
+        }),
+      listMemberChannels: (tenantId, userId, window) =>
+        query(connection, async (db) => {
+          // From the tenant's channels (`team_chat_channel_tenants_tenant_idx`), those the user is a member
+          // of (the members' primary key); each one's newest message through `team_chat_messages_channel_created_idx`.
+          const mine = db.selectFrom("team_chat_channel_tenants as seen")
+            .innerJoin("team_chat_members as member", (join) =>
+              join.onRef("member.channel_id", "=", "seen.channel_id").on("member.user_id", "=", userId))
+            .innerJoin("team_chat_channels as channel", "channel.id", "seen.channel_id")
+            .where("seen.tenant_id", "=", tenantId)
+          const rows = await mine.selectAll("channel")
+            .select((eb) =>
+              eb.fn.coalesce(
+                eb.selectFrom("team_chat_messages as message").select((m) => m.fn.max("message.created_at").as("newest"))
+                  .whereRef("message.channel_id", "=", "channel.id"),
+                eb.ref("channel.created_at")
+              ).as("last_activity_at")
+            )
+            .orderBy("last_activity_at", "desc").orderBy("channel.created_at", "desc").orderBy("channel.id", "desc")
+            .limit(window.limit).offset(window.offset).execute()
+          const count = await mine.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
+          const ids = rows.map((row) => row.id)
+          const [members, tenants] = [await membersOf(db, ids), await seenFrom(db, ids)]
+          const items = rows.map(({ last_activity_at: lastActivityAt, ...row }): TeamChatChannelActivity => ({
+            channel: channelFromRow(row, row.kind === "dm" ? [] : (tenants.get(row.id) ?? []).filter((id) => id !== row.tenant_id)),
+            members: members.get(row.id) ?? [],
+            last_activity_at: String(lastActivityAt)
+          }))
+          return { items, total: Number(count.n) }
         }),
       insertMessage: (message) =>
         atomically(connection, async (db) => {

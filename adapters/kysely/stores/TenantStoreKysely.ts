@@ -46,9 +46,33 @@ export const tenantStoreLayer: Layer.Layer<TenantStore, never, KyselyConnection>
         query(connection, (db) =>
           db.updateTable("tenants").set({ ai_features_enabled: toFlag(enabled), updated_at: at }).where("id", "=", tenantId)
             .executeTakeFirst()).pipe(Effect.map((result) => Number(result.numUpdatedRows) > 0)),
+      listReachable: (reach, window) => {
+        const ids = [...new Set(reach.tenantIds)]
+        const accounts = [...new Set(reach.activeInBillingAccounts)]
+        if (ids.length === 0 && accounts.length === 0) return Effect.succeed({ items: [], total: 0 })
+        return query(connection, async (db) => {
+          // The named tenants by primary key, the accounts' through `tenants_billing_account_idx`.
+          const reached = db.selectFrom("tenants").where((eb) =>
+            eb.or([
+              ...(ids.length === 0 ? [] : [eb("id", "in", ids)]),
+              ...(accounts.length === 0 ? [] : [eb.and([eb("billing_account_id", "in", accounts), eb("is_active", "=", toFlag(true))])])
+            ])
+          )
+          const rows = await reached.selectAll().orderBy("created_at").orderBy("id").limit(window.limit).offset(window.offset).execute()
+          const count = await reached.select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
+          return { items: rows.map(fromRow), total: Number(count.n) }
+        })
+      },
       slugTaken: (slug) =>
         query(connection, (db) => db.selectFrom("tenants").select("id").where("slug", "=", slug).executeTakeFirst())
-          .pipe(Effect.map((row) => row !== undefined))
+          .pipe(Effect.map((row) => row !== undefined)),
+      listAll: (window) =>
+        query(connection, async (db) => {
+          const rows = await db.selectFrom("tenants").selectAll().orderBy("created_at").orderBy("id")
+            .limit(window.limit).offset(window.offset).execute()
+          const count = await db.selectFrom("tenants").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()
+          return { items: rows.map(fromRow), total: Number(count.n) }
+        })
     })
   })
 )

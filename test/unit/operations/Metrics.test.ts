@@ -182,7 +182,8 @@ describe("operator errors", () => {
       createTemplate: () => Effect.fail(error),
       browseLibrary: () => Effect.fail(error),
       phoneNumber: () => Effect.fail(error),
-      fetchMedia: () => Effect.fail(error)
+      fetchMedia: () => Effect.fail(error),
+      uploadMedia: () => Effect.fail(error)
     })
   }
   const credentials = { phoneNumberId: "1", businessAccountId: "2", accessToken: "token" }
@@ -243,8 +244,8 @@ describe("the series registered at start", () => {
     expect(total("omni_webhook_endpoints_suspended")).toBe(1)
     expect(total("omni_inbound_payloads_received_total")).toBe(10)
     expect(total("omni_inbound_payloads_processed_total")).toBe(6)
-    // 6 operations × 9 error kinds.
-    expect(total("omni_operator_errors_total")).toBe(54)
+    // 7 operations × 9 error kinds.
+    expect(total("omni_operator_errors_total")).toBe(63)
     expect(total("omni_campaign_recipients_total")).toBe(7)
     expect(total("omni_summaries_total")).toBe(4)
     expect(total("omni_credits_charged_total")).toBe(1)

@@ -37,6 +37,7 @@ describe("the actor of a team chat request", () => {
     keyId: "key",
     tenantId: HOME,
     homeTenantId: HOME,
+    isParent: false,
     scopes: new Set(["team_chat:read"]),
     userId
   })

@@ -11,7 +11,7 @@ import {
   normalTemplateName
 } from "../../../src/templates/Adoption.ts"
 import { adoptFailure, statusOf } from "../../../src/templates/AdoptionFlow.ts"
-import { entryFragments, facetsOf, type LibraryEntry, libraryEntryOf, LibraryTemplateEntry, libraryQueryKey, normalQuery, placeholderPhone, placeholderUrl } from "../../../src/templates/LibraryEntry.ts"
+import { entryFragments, facetsOf, type LibraryEntry, libraryEntryOf, LibraryTemplateEntry, libraryQueryKey, normalQuery } from "../../../src/templates/LibraryEntry.ts"
 import { placeholdersOf, sendComponentsOf } from "../../../src/templates/TemplateParameters.ts"
 
 const entry = (overrides: Partial<LibraryEntry> = {}): LibraryEntry => ({
@@ -59,15 +59,33 @@ describe("library entries", () => {
       }
     }
   })
-  it("need input only for stand-in destinations: reserved domains and fictional numbers", () => {
-    expect(placeholderUrl("https://www.example.com/{{1}}")).toBe(true)
-    expect(placeholderUrl("https://shop.test/x")).toBe(true)
-    expect(placeholderUrl(null)).toBe(true)
-    expect(placeholderUrl("https://shop.acme.io/orders/{{1}}")).toBe(false)
-    expect(placeholderPhone("+1 555-555-0100")).toBe(true)
-    expect(placeholderPhone("+14155552671")).toBe(false)
-    const quickOnly = libraryEntryOf({ name: "x", language: "en_US", category: "UTILITY", body: "b", buttons: [{ type: "QUICK_REPLY", text: "ok" }] })
-    expect(quickOnly.requires_input).toBe(false)
+  it("need input for every URL or phone button, whatever destination the catalog shows", () => {
+    // The catalog ships placeholder destinations: a real-looking number or domain there is still not the caller's.
+    const withButtons = (...buttons: ReadonlyArray<Record<string, unknown>>) =>
+      libraryEntryOf({ name: "x", language: "en_US", category: "UTILITY", body: "b", buttons }).requires_input
+    expect(withButtons({ type: "PHONE_NUMBER", text: "Call", phone_number: "+14155552671" })).toBe(true)
+    expect(withButtons({ type: "PHONE_NUMBER", text: "Call", phone_number: "+1 555-555-0100" })).toBe(true)
+    expect(withButtons({ type: "PHONE_NUMBER", text: "Call" })).toBe(true)
+    expect(withButtons({ type: "URL", text: "Open", url: "https://shop.acme.io/orders/{{1}}" })).toBe(true)
+    expect(withButtons({ type: "URL", text: "Open", url: "https://www.example.com/{{1}}" })).toBe(true)
+    expect(withButtons({ type: "url", text: "Open", url: "https://acme.io/" })).toBe(true)
+    expect(withButtons({ type: "QUICK_REPLY", text: "ok" }, { type: "phone_number", phone_number: "+442079460000" })).toBe(true)
+    expect(withButtons({ type: "QUICK_REPLY", text: "ok" })).toBe(false)
+    expect(withButtons({ type: "OTP", text: "Copy code", otp_type: "COPY_CODE" })).toBe(false)
+    expect(withButtons()).toBe(false)
+  })
+  it("ask for every destination at adoption when the catalog shows a real-looking one", () => {
+    const realLooking = libraryEntryOf({
+      name: "support_contact_1",
+      language: "en_US",
+      category: "UTILITY",
+      body: "b",
+      buttons: [{ type: "PHONE_NUMBER", text: "Call us", phone_number: "+14155552671" }]
+    })
+    expect(buttonInputIssues(realLooking, undefined)).toEqual([
+      expect.objectContaining({ loc: ["body", "button_inputs"], type: "missing" })
+    ])
+    expect(buttonInputIssues(realLooking, [{ type: "PHONE_NUMBER", phone_number: "+442079460000" }])).toEqual([])
   })
   it("facet the matched set: distinct values, sorted, industries flattened", () => {
     const facets = facetsOf([

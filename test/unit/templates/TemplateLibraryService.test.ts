@@ -29,6 +29,7 @@ const makeOperator = () => {
     createTemplate: die,
     phoneNumber: die,
     fetchMedia: die,
+    uploadMedia: die,
     browseLibrary: (_credentials, query) =>
       Effect.gen(function*() {
         state.calls += 1
