@@ -44,6 +44,30 @@ const nameFromUrl = (url: URL): string | null => {
 }
 
 /**
+ * The file name a `Content-Disposition` answer header gives (`filename*=UTF-8''…` before
+ * `filename="…"`), or null: a download link names its file there, not in its path.
+ */
+export const nameFromDisposition = (header: string | undefined): string | null => {
+  if (header === undefined) return null
+  const extended = /filename\*\s*=\s*([\w!#$&+.^`|~-]+)'[\w-]*'([^;\s]+)/i.exec(header)
+  if (extended !== null) {
+    try {
+      const encoded = extended[2]!
+      const name = extended[1]!.toLowerCase() === "utf-8"
+        ? decodeURIComponent(encoded)
+        : encoded.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+      if (name.trim() !== "") return name.trim()
+    } catch {
+      // A malformed extended value: the plain one below, if any.
+    }
+  }
+  const plain = /(?:^|;)\s*filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header)
+  if (plain === null) return null
+  const name = (plain[1] !== undefined ? plain[1].replace(/\\(.)/g, "$1") : plain[2]!).trim()
+  return name === "" ? null : name
+}
+
+/**
  * `POST /attachments/from-url`: the file fetched by the guarded outbound client (public addresses
  * only, checked when connecting; redirects not followed; 30 s for the whole exchange) and streamed
  * into the blob store, capped at 50 MB on the declared length and while streaming, its type on the
@@ -82,6 +106,10 @@ export const makeFromUrl = ({ attachments, blobs, outbound }: FromUrlDeps) =>
     if (response.status < 200 || response.status > 299) {
       return yield* Effect.andThen(drop, refused(`Source URL returned status ${response.status}`))
     }
+    // Without a name given, the answer's Content-Disposition names the file, else the URL's path.
+    const disposed = given === "" ? nameFromDisposition(response.headers["content-disposition"]) : null
+    const blockedDisposed = disposed === null ? null : blockedExtension(disposed)
+    if (blockedDisposed !== null) return yield* Effect.andThen(drop, refused(`File extension '.${blockedDisposed}' is not allowed`))
     const declared = response.headers["content-type"] ?? null
     const declaredType = declared === null ? null : canonicalType(declared)
     if (declaredType === null || !ALLOWED.has(declaredType)) return yield* Effect.andThen(drop, unsupported())
@@ -112,7 +140,7 @@ export const makeFromUrl = ({ attachments, blobs, outbound }: FromUrlDeps) =>
       conversation_id: null,
       direction: "outbound",
       origin: "url",
-      filename: name === null ? fallback : safeFilename(name, fallback),
+      filename: (disposed ?? name) === null ? fallback : safeFilename((disposed ?? name)!, fallback),
       content_type: checked.contentType,
       file_size: stored.size,
       blob_key: blobKey,

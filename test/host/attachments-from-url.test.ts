@@ -130,10 +130,22 @@ const startSource = async (redirectTarget: string) => {
   const hits = new Map<string, number>()
   const declared60: Streamed = { written: 0, cutOff: false }
   const chunked200: Streamed = { written: 0, cutOff: false }
+  const DISPOSITIONS: Readonly<Record<string, string>> = {
+    "/download/1?sig=x": 'attachment; filename="receipt.png"',
+    "/download/1": 'inline; filename="receipt.png"',
+    "/download/2": `attachment; filename="fallback.png"; filename*=UTF-8''Zo%C3%AB's%20chart.png`,
+    "/download/3": 'attachment; filename="../../etc/passwd.png"',
+    "/download/4": 'attachment; filename="setup.exe"'
+  }
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = request.url ?? "/"
     hits.set(path, (hits.get(path) ?? 0) + 1)
     if (path === "/" || path.startsWith("/files/")) return response.writeHead(200, { "content-type": "image/png" }).end(PNG)
+    // A download link naming its file in Content-Disposition, as the host's own /files links do.
+    const disposition = DISPOSITIONS[path]
+    if (disposition !== undefined) {
+      return response.writeHead(200, { "content-type": "image/png", "content-disposition": disposition }).end(PNG)
+    }
     const media = [...MEDIA, ...RENAMED].find(([name]) => path === `/media/${name}`)
     if (media !== undefined) return response.writeHead(200, { "content-type": media[1] }).end(media[2])
     switch (path) {
@@ -295,6 +307,24 @@ describe.each(hostBackends)("attachments from a URL on the reference host ($name
     const bare = await fromUrl({ url: `${source.url}/` })
     expect(bare).toMatchObject({ status: 201, body: { content_type: "image/png" } })
     isSafe(bare.body.filename)
+  })
+
+  it("names a file without a filename field after the answer's Content-Disposition, before the URL's path; a blocked extension there is refused", async () => {
+    const plain = await fromUrl({ url: `${source.url}/download/1?sig=x` })
+    expect(plain).toMatchObject({ status: 201, body: { filename: "receipt.png", content_type: "image/png", file_size: PNG.length } })
+    const extended = await fromUrl({ url: `${source.url}/download/2` })
+    expect(extended).toMatchObject({ status: 201, body: { filename: "Zoë's chart.png" } })
+    // A path in the header is not followed: the name is made safe.
+    const traversal = await fromUrl({ url: `${source.url}/download/3` })
+    expect(traversal.status).toBe(201)
+    expect(traversal.body.filename).not.toMatch(/[/\\]|\.\./)
+    expect(traversal.body.filename).toContain("passwd")
+    // The field, when given, still wins.
+    expect(await fromUrl({ url: `${source.url}/download/1`, filename: "mine.png" })).toMatchObject({ status: 201, body: { filename: "mine.png" } })
+    // A blocked extension named only by the header is refused, keeping nothing.
+    const before = keptFiles()
+    expect(await fromUrl({ url: `${source.url}/download/4` })).toEqual(refused("File extension '.exe' is not allowed"))
+    expect(keptFiles()).toEqual(before)
   })
 
   it("answers the source's failures with the spec's words, keeping nothing", async () => {
