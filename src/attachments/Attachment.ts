@@ -1,8 +1,9 @@
 import { Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 
 /** A file carried by a message, as the API returns it; `url` is a signed link that expires. */
 export const MessageAttachment = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   filename: Schema.String,
   content_type: Schema.String,
   file_size: Schema.Int,

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { pathId } from "../kernel/Id.ts"
+import { pathId, UuidId } from "../kernel/Id.ts"
 import { AttachmentService } from "./AttachmentService.ts"
 import {
   AttachmentDetail,
@@ -69,7 +69,7 @@ export const attachmentRoutes = [
     auth: { kind: "api_key", scopes: ["messages:delete"] },
     response: {
       status: 200,
-      schema: Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) }),
+      schema: Schema.Struct({ id: UuidId, deleted: Schema.Literal(true) }),
       description: "The upload is deleted"
     },
     errors: [404, 409],

@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 import type { BlobStore } from "../ports/BlobStore.ts"
 import { safeFilename } from "./ContentCheck.ts"
 
@@ -142,7 +143,7 @@ export type FromUrlRequest = typeof FromUrlRequest.Type
 
 /** The spec's Attachment record: what both upload endpoints answer. */
 export const AttachmentRecordWire = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   filename: Schema.String,
   content_type: Schema.String,
   file_size: Schema.Int
@@ -155,8 +156,8 @@ export const AttachmentDetail = Schema.Struct({
   ...AttachmentRecordWire.fields,
   url: Schema.String,
   direction: Schema.Literals(["inbound", "outbound"]),
-  message_id: Schema.NullOr(Schema.String),
-  conversation_id: Schema.NullOr(Schema.String),
+  message_id: Schema.NullOr(UuidId),
+  conversation_id: Schema.NullOr(UuidId),
   created_at: Schema.String
 })
 /** `GET /attachments/{id}`. */

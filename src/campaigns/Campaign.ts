@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { UuidString } from "../kernel/Id.ts"
+import { UuidId, UuidString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import { type CampaignRecord, THROTTLE_REASONS } from "../ports/CampaignStore.ts"
 
@@ -60,15 +60,15 @@ export const ScheduleCampaignRequest = Schema.Struct({
 
 /** A campaign as the API returns it. */
 export const Campaign = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   name: Schema.String,
   status: Schema.Literals(["draft", "scheduled", "sending", "paused", "completed"]),
   throttle_reason: Schema.NullOr(Schema.Literals(THROTTLE_REASONS)),
-  channel_ids: Schema.Array(Schema.String),
-  template_id: Schema.NullOr(Schema.String),
+  channel_ids: Schema.Array(UuidId),
+  template_id: Schema.NullOr(UuidId),
   variable_values: Schema.Array(Schema.String),
-  audience: Schema.Struct({ list_ids: Schema.Array(Schema.String), contact_ids: Schema.Array(Schema.String) }),
+  audience: Schema.Struct({ list_ids: Schema.Array(UuidId), contact_ids: Schema.Array(UuidId) }),
   timezone: Schema.String,
   skip_duplicates: Schema.Boolean,
   split_sending: Schema.NullOr(Schema.Struct({
@@ -94,7 +94,7 @@ export const CampaignList = Schema.Struct({ items: Schema.Array(Campaign), pagin
 
 /** One number's warm-up check. */
 export const WarmupChannel = Schema.Struct({
-  channel_id: Schema.String,
+  channel_id: UuidId,
   warming_up: Schema.Boolean,
   reasons: Schema.Array(Schema.String),
   /** Unique recipients per rolling 24 hours; null when unlimited or not known. */
@@ -117,7 +117,7 @@ export type WarmupCheck = typeof WarmupCheck.Type
 
 /** Response of `GET /campaigns/{id}/statistics`. */
 export const CampaignStatistics = Schema.Struct({
-  campaign_id: Schema.String,
+  campaign_id: UuidId,
   status: Schema.String,
   throttle_reason: Schema.NullOr(Schema.String),
   audience_size: Schema.NullOr(Schema.Int),
@@ -132,7 +132,7 @@ export const CampaignStatistics = Schema.Struct({
   }),
   skipped_by_reason: Schema.Record(Schema.String, Schema.Int),
   batches: Schema.Array(Schema.Struct({
-    channel_id: Schema.String,
+    channel_id: UuidId,
     day: Schema.Int,
     planned_size: Schema.Int,
     starts_at: Schema.String,
@@ -140,7 +140,7 @@ export const CampaignStatistics = Schema.Struct({
   })),
   /** Each number's sends a second (its throughput level's, or what the host set): the pace it is sent at. */
   throughput: Schema.Array(Schema.Struct({
-    channel_id: Schema.String,
+    channel_id: UuidId,
     per_second: Schema.Int
   }))
 })

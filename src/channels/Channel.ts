@@ -1,17 +1,18 @@
 import { Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { ChannelRecord } from "../ports/ChannelStore.ts"
 
 /** A channel as the API returns it; its secrets never leave the service. */
 export const Channel = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   platform: Schema.String,
   name: Schema.String,
   status: Schema.Literals(["active", "disconnected"]),
   external_id: Schema.String,
   config: Schema.Record(Schema.String, Schema.String),
-  created_via_connect_token_id: Schema.NullOr(Schema.String),
+  created_via_connect_token_id: Schema.NullOr(UuidId),
   created_at: Schema.String,
   updated_at: Schema.NullOr(Schema.String),
   disconnected_at: Schema.NullOr(Schema.String)

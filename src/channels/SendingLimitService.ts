@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { NotFound, type OperatorFailed } from "../kernel/ApiError.ts"
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
+import { UuidId } from "../kernel/Id.ts"
 import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -13,7 +14,7 @@ import { perSecondOf } from "./Throughput.ts"
 
 /** The sending limit of a channel as the API returns it (the spec's Sending limit of a chat-app channel). */
 export const SendingLimit = Schema.Struct({
-  channel_id: Schema.String,
+  channel_id: UuidId,
   channel_type: Schema.String,
   messaging_limit_tier: Schema.NullOr(Schema.String),
   /** `GREEN`, `YELLOW`, `RED` (or `UNKNOWN`), in upper case. */

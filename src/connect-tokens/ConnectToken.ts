@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ChannelType } from "../kernel/ChannelType.ts"
 import { HttpUrl } from "../kernel/HttpUrl.ts"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { ConnectTokenRecord } from "../ports/ConnectTokenStore.ts"
 import { ConnectTokenStatus, statusAt } from "./ConnectTokenMachine.ts"
@@ -33,8 +34,8 @@ export type CreateConnectTokenRequest = typeof CreateConnectTokenRequest.Type
 
 /** A connect token as list and get return it: never the raw token. */
 export const ConnectToken = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   name: Schema.NullOr(Schema.String),
   token_prefix: Schema.String,
   status: ConnectTokenStatus,

@@ -1,5 +1,6 @@
 import { Schema, SchemaTransformation } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { ContactRecord } from "../ports/ContactStore.ts"
 
@@ -69,8 +70,8 @@ export type UpdateContactRequest = typeof UpdateContactRequest.Type
 
 /** A contact as the API returns it. */
 export const Contact = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   name: Schema.NullOr(Schema.String),
   phone: Schema.NullOr(Schema.String),
   email: Schema.NullOr(Schema.String),
@@ -90,10 +91,10 @@ export const ContactList = Schema.Struct({
 
 /** Response of `DELETE /contacts/{contact_id}`: what the erasure did. */
 export const ContactDeleted = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   deleted: Schema.Literal(true),
   /** The contact's conversations, kept without its personal data (closed if they were open). */
-  conversation_ids: Schema.Array(Schema.String),
+  conversation_ids: Schema.Array(UuidId),
   /** Chat-app and email messages whose text and content were erased. */
   messages_erased: Schema.Int,
   /** Emails whose addresses, subject, bodies and headers were erased. */

@@ -1,13 +1,14 @@
 import { Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 
 /** A conversation as the API returns it: a contact on a channel. */
 export const Conversation = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  channel_id: Schema.String,
-  contact_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
+  channel_id: UuidId,
+  contact_id: UuidId,
   /** `chat`: one open per contact and channel; `email`: a thread of a mailbox (`channel_id` is the email integration's id). */
   kind: Schema.Literals(["chat", "email"]),
   status: Schema.Literals(["open", "closed"]),

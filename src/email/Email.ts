@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
-import { AttachmentIdString } from "../kernel/Id.ts"
+import { AttachmentIdString, UuidId } from "../kernel/Id.ts"
 import type { EmailIntegrationRecord } from "../ports/EmailStore.ts"
 import { Summary } from "../summaries/SummaryService.ts"
 import { MAX_SUBJECT_LENGTH } from "./OutgoingEmail.ts"
@@ -13,8 +13,8 @@ const NoLineBreaks = (max: number) =>
 
 /** An email integration (a mailbox of the tenant) as the API returns it. */
 export const EmailIntegration = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   address: Schema.String,
   display_name: Schema.NullOr(Schema.String),
   status: Schema.Literals(["active", "disabled"]),
@@ -53,8 +53,8 @@ export const EmailAddress = Schema.Struct({ address: Schema.String, name: Schema
  * attachment the summary endpoints know, null for inline images.
  */
 export const EmailAttachment = Schema.Struct({
-  id: Schema.String,
-  attachment_id: Schema.NullOr(Schema.String),
+  id: UuidId,
+  attachment_id: Schema.NullOr(UuidId),
   filename: Schema.String,
   content_type: Schema.String,
   file_size: Schema.Int,
@@ -71,11 +71,11 @@ export type EmailAttachment = typeof EmailAttachment.Type
 
 /** An email of a thread as the API returns it. */
 export const EmailMessage = Schema.Struct({
-  id: Schema.String,
-  conversation_id: Schema.String,
+  id: UuidId,
+  conversation_id: UuidId,
   /** The conversation message standing for this email (`GET /messages/{id}`, events). */
-  message_id: Schema.String,
-  email_integration_id: Schema.String,
+  message_id: UuidId,
+  email_integration_id: UuidId,
   direction: Schema.Literals(["inbound", "outbound"]),
   status: Schema.Literals(["received", "pending", "sent", "failed"]),
   subject: Schema.NullOr(Schema.String),
@@ -99,7 +99,7 @@ export type EmailMessage = typeof EmailMessage.Type
 
 /** An email thread: a conversation's emails, oldest first. */
 export const EmailThread = Schema.Struct({
-  conversation_id: Schema.String,
+  conversation_id: UuidId,
   subject: Schema.NullOr(Schema.String),
   items: Schema.Array(EmailMessage)
 })
@@ -129,7 +129,7 @@ export type ComposeRequest = typeof ComposeRequest.Type
 
 /** The spec's Inline image upload response. */
 export const InlineImageUpload = Schema.Struct({
-  attachment_id: Schema.String,
+  attachment_id: UuidId,
   /** Use exactly as returned, as `cid:<content_id>` in `html_body`. */
   content_id: Schema.String,
   url: Schema.String

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { UuidString } from "../kernel/Id.ts"
+import { UuidId, UuidString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type {
   CustomFieldRecord,
@@ -65,7 +65,7 @@ export type SendFlowRequest = typeof SendFlowRequest.Type
 
 /** A flow version as the API returns it. */
 export const FlowVersion = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   number: Schema.Int,
   screens: Schema.Array(Schema.Struct({
     id: Schema.String,
@@ -76,18 +76,18 @@ export const FlowVersion = Schema.Struct({
     input: Schema.String,
     target: Schema.Literals(["contact_field", "custom_field", "tag", "subscription", "unsubscription"]),
     field: Schema.optionalKey(Schema.String),
-    custom_field_id: Schema.optionalKey(Schema.String),
-    tag_id: Schema.optionalKey(Schema.String),
-    list_id: Schema.optionalKey(Schema.String)
+    custom_field_id: Schema.optionalKey(UuidId),
+    tag_id: Schema.optionalKey(UuidId),
+    list_id: Schema.optionalKey(UuidId)
   })),
   created_at: Schema.String
 })
 
 /** A flow definition as the API returns it, with its latest version. */
 export const FlowDefinition = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  channel_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
+  channel_id: UuidId,
   name: Schema.String,
   meta_flow_id: Schema.String,
   status: Schema.NullOr(Schema.String),
@@ -104,14 +104,14 @@ export const FlowDefinitionList = Schema.Struct({ items: Schema.Array(FlowDefini
 
 /** The spec's Flow session. */
 export const FlowSession = Schema.Struct({
-  id: Schema.String,
-  definition_id: Schema.String,
-  version_id: Schema.NullOr(Schema.String),
+  id: UuidId,
+  definition_id: UuidId,
+  version_id: Schema.NullOr(UuidId),
   version_number: Schema.NullOr(Schema.Int),
-  contact_id: Schema.NullOr(Schema.String),
+  contact_id: Schema.NullOr(UuidId),
   contact_name: Schema.NullOr(Schema.String),
-  conversation_id: Schema.NullOr(Schema.String),
-  channel_id: Schema.String,
+  conversation_id: Schema.NullOr(UuidId),
+  channel_id: UuidId,
   sender_type: Schema.Literals(["inbox", "campaign", "automation", "api", "adopted"]),
   status: Schema.String,
   last_screen: Schema.NullOr(Schema.String),
@@ -131,7 +131,7 @@ export const FlowSessionList = Schema.Struct({ items: Schema.Array(FlowSession),
 
 /** A custom field definition as the API takes and returns it. */
 export const CustomField = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   key: Schema.String,
   type: Schema.Literals(["text", "number", "boolean", "date"]),
   editable: Schema.Boolean,
@@ -146,7 +146,7 @@ export const CreateCustomFieldRequest = Schema.Struct({
   editable: Schema.optionalKey(Schema.Boolean)
 })
 /** A tag as the API returns it. */
-export const Tag = Schema.Struct({ id: Schema.String, name: Schema.String, created_at: Schema.String })
+export const Tag = Schema.Struct({ id: UuidId, name: Schema.String, created_at: Schema.String })
 /** A tag as the API returns it. */
 export type Tag = typeof Tag.Type
 /** Body of `POST /tags`. */

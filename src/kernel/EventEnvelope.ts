@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { newId } from "./Id.ts"
+import { newId, UuidId } from "./Id.ts"
 import { now } from "./Timestamp.ts"
 
 /**
@@ -7,11 +7,11 @@ import { now } from "./Timestamp.ts"
  * receivers de-duplicate on, equal to `id` unless the event names its own (a flow session id, …).
  */
 export const EventEnvelope = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   type: Schema.String,
-  event_id: Schema.String,
+  event_id: UuidId,
   created_at: Schema.String,
-  tenant_id: Schema.String,
+  tenant_id: UuidId,
   data: Schema.Record(Schema.String, Schema.Unknown)
 })
 /** The spec's standard event envelope. */

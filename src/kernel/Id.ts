@@ -39,6 +39,13 @@ export const pathId = (
 // `format: uuid` on both sides, so the OpenAPI document says so whichever side it shows.
 const UuidText = Schema.String.annotate({ format: "uuid" })
 
+/**
+ * An id in an answer that this library made (`newId` / `newTimeOrderedId`): documented as
+ * `format: uuid` for generated clients, but not checked, so a stored value of any shape still encodes.
+ * Not for ids another system or the caller chose (a provider's `external_id`, a Meta flow id, a pricing model id).
+ */
+export const UuidId = UuidText
+
 /** A UUID in a query or body, any case, decoded lower-cased (ids are stored lower-case). */
 export const UuidString = UuidText.check(
   Schema.isPattern(UUID_PATTERN, { message: "Must be a UUID" })

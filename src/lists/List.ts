@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { UuidString } from "../kernel/Id.ts"
+import { UuidId, UuidString } from "../kernel/Id.ts"
 import { SLUG_PATTERN } from "../kernel/Slug.ts"
 import type { ListRecord, SubscriptionRecord } from "../ports/ListStore.ts"
 
@@ -25,8 +25,8 @@ export const ListFiltersSchema = Schema.Struct({
 
 /** A list as the API returns it. */
 export const List = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   name: Schema.String,
   slug: Schema.String,
   is_default: Schema.Boolean,
@@ -70,9 +70,9 @@ export type UpdateListRequest = typeof UpdateListRequest.Type
 
 /** A contact's subscription as the API returns it. */
 export const Subscription = Schema.Struct({
-  list_id: Schema.String,
+  list_id: UuidId,
   slug: Schema.String,
-  contact_id: Schema.String,
+  contact_id: UuidId,
   status: Schema.Literals(["subscribed", "unsubscribed"]),
   optin_method: Schema.Literals(["keyword", "api", "import", "flow"]),
   subscribed_at: Schema.String,

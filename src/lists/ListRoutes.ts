@@ -1,13 +1,13 @@
 import { Effect, Schema } from "effect"
 import { route } from "../http/Route.ts"
-import { pathId } from "../kernel/Id.ts"
+import { pathId, UuidId } from "../kernel/Id.ts"
 import { ContactImportRequest, ImportResultSchema, MAX_IMPORT_CONTACTS } from "./ContactImport.ts"
 import { CreateListRequest, List, ListList, SubscribeRequest, Subscription, UpdateListRequest } from "./List.ts"
 import { ListService } from "./ListService.ts"
 
 const OptOut = Schema.Struct({
-  contact_id: Schema.String,
-  channel_id: Schema.NullOr(Schema.String),
+  contact_id: UuidId,
+  channel_id: Schema.NullOr(UuidId),
   source: Schema.String,
   opted_out_at: Schema.String
 })
@@ -86,7 +86,7 @@ export const listRoutes = [
     auth: { kind: "api_key", scopes: ["contacts:update"] },
     response: {
       status: 200,
-      schema: Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) }),
+      schema: Schema.Struct({ id: UuidId, deleted: Schema.Literal(true) }),
       description: "The list is deleted"
     },
     errors: [404],

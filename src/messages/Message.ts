@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AttachmentIdString } from "../kernel/Id.ts"
+import { AttachmentIdString, UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import { MessageAttachment } from "../attachments/AttachmentService.ts"
 import { SummaryFields } from "../summaries/SummaryService.ts"
@@ -12,11 +12,11 @@ export type MessageAttachmentWire = typeof MessageAttachmentWire.Type
 
 /** A message as the API (and its events) return it. */
 export const Message = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  conversation_id: Schema.String,
-  channel_id: Schema.String,
-  contact_id: Schema.NullOr(Schema.String),
+  id: UuidId,
+  tenant_id: UuidId,
+  conversation_id: UuidId,
+  channel_id: UuidId,
+  contact_id: Schema.NullOr(UuidId),
   direction: Schema.Literals(["inbound", "outbound"]),
   message_type: Schema.String,
   text: Schema.NullOr(Schema.String),

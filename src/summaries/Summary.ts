@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { FailedWithBody, FeatureDisabled } from "../kernel/ApiError.ts"
+import { UuidId } from "../kernel/Id.ts"
 import type { SummaryRecord } from "../ports/SummaryStore.ts"
 
 /**
@@ -24,7 +25,7 @@ export type Summary = typeof Summary.Type
 
 /** Response of `POST …/summary`: 201 new (charged), 200 existing, 202 being generated. */
 export const SummaryResponse = Schema.Struct({
-  attachment_id: Schema.String,
+  attachment_id: UuidId,
   summary: Summary,
   credits_charged: Schema.Int
 })

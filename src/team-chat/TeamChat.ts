@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AttachmentIdString, UuidString } from "../kernel/Id.ts"
+import { AttachmentIdString, UuidId, UuidString } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { TeamChatChannelActivity, TeamChatChannelWithMembers } from "../ports/TeamChatStore.ts"
 import { SummaryFields } from "../summaries/SummaryService.ts"
@@ -53,17 +53,17 @@ export type PostMessageRequest = typeof PostMessageRequest.Type
 
 /** A channel or direct message as the API returns it. */
 export const TeamChatChannel = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   kind: Schema.Literals(["channel", "dm"]),
   /** Null for a direct message. */
   name: Schema.NullOr(Schema.String),
-  member_user_ids: Schema.Array(Schema.String),
-  shared_with_tenant_ids: Schema.Array(Schema.String),
+  member_user_ids: Schema.Array(UuidId),
+  shared_with_tenant_ids: Schema.Array(UuidId),
   has_external_guests: Schema.Boolean,
   /** False in channels shared across workspaces or with external guests. */
   ai_summaries_offered: Schema.Boolean,
-  created_by: Schema.String,
+  created_by: UuidId,
   created_at: Schema.String
 })
 /** A channel or direct message as the API returns it. */
@@ -86,7 +86,7 @@ export const TeamChatChannelList = Schema.Struct({
 
 /** A file of a team chat message, with the three summary fields as the caller sees them. */
 export const TeamChatAttachment = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   filename: Schema.String,
   content_type: Schema.String,
   file_size: Schema.Int,
@@ -99,14 +99,14 @@ export type TeamChatAttachment = typeof TeamChatAttachment.Type
 
 /** A message or thread reply as the API returns it. */
 export const TeamChatMessage = Schema.Struct({
-  id: Schema.String,
-  channel_id: Schema.String,
+  id: UuidId,
+  channel_id: UuidId,
   /** The workspace its author acted in. */
-  tenant_id: Schema.String,
-  author_user_id: Schema.String,
+  tenant_id: UuidId,
+  author_user_id: UuidId,
   text: Schema.String,
   /** The top-level message this replies to; null for a top-level message. */
-  parent_message_id: Schema.NullOr(Schema.String),
+  parent_message_id: Schema.NullOr(UuidId),
   attachments: Schema.Array(TeamChatAttachment),
   created_at: Schema.String
 })

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { TemplateRecord } from "../ports/TemplateStore.ts"
 import { ButtonInput, LibrarySnapshot } from "./Adoption.ts"
@@ -6,8 +7,8 @@ import { Placeholder, placeholdersOf } from "./TemplateParameters.ts"
 
 /** A chat-app template of a channel as the API returns it. */
 export const Template = Schema.Struct({
-  id: Schema.String,
-  channel_id: Schema.String,
+  id: UuidId,
+  channel_id: UuidId,
   name: Schema.String,
   language: Schema.String,
   category: Schema.String,
@@ -67,7 +68,7 @@ export type AdoptRequest = typeof AdoptRequest.Type
 /** The adopt response (the spec's Adopt response); on failure `success` is false and the error fields are filled. */
 export const AdoptResponse = Schema.Struct({
   success: Schema.Boolean,
-  id: Schema.NullOr(Schema.String),
+  id: Schema.NullOr(UuidId),
   template_id: Schema.NullOr(Schema.String),
   name: Schema.String,
   language: Schema.String,

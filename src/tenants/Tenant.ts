@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { EMAIL_PATTERN } from "../kernel/Email.ts"
+import { UuidId } from "../kernel/Id.ts"
 import { PaginationInfo } from "../kernel/Pagination.ts"
 import type { TenantRecord } from "../ports/TenantStore.ts"
 import { SLUG_PATTERN } from "../kernel/Slug.ts"
@@ -36,10 +37,10 @@ export type CreateTenantRequest = typeof CreateTenantRequest.Type
 
 /** A tenant as the API returns it: the spec's fields plus the stored workspace defaults. */
 export const Tenant = Schema.Struct({
-  id: Schema.String,
+  id: UuidId,
   name: Schema.String,
   slug: Schema.String,
-  billing_account_id: Schema.String,
+  billing_account_id: UuidId,
   pricing_model_id: Schema.NullOr(Schema.String),
   is_trial: Schema.Boolean,
   trial_ends_at: Schema.NullOr(Schema.String),

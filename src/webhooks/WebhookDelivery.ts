@@ -1,14 +1,15 @@
 import { Schema } from "effect"
+import { UuidId } from "../kernel/Id.ts"
 import type { WebhookDeliveryRecord } from "../ports/WebhookDeliveryStore.ts"
 import { canRetry, DeliveryStatus } from "./DeliveryMachine.ts"
 
 /** A delivery as the API returns it: the spec's fields plus `previous_delivery_id`. */
 export const WebhookDelivery = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  webhook_endpoint_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
+  webhook_endpoint_id: UuidId,
   event_type: Schema.String,
-  event_id: Schema.String,
+  event_id: UuidId,
   attempt_number: Schema.Int,
   status: DeliveryStatus,
   response_status_code: Schema.NullOr(Schema.Int),
@@ -18,7 +19,7 @@ export const WebhookDelivery = Schema.Struct({
   created_at: Schema.String,
   completed_at: Schema.NullOr(Schema.String),
   can_retry: Schema.Boolean,
-  previous_delivery_id: Schema.NullOr(Schema.String)
+  previous_delivery_id: Schema.NullOr(UuidId)
 })
 /** A delivery as the API returns it. */
 export type WebhookDelivery = typeof WebhookDelivery.Type
@@ -35,15 +36,15 @@ export const WebhookDeliveryList = Schema.Struct({
 /** Response of a manual retry. */
 export const WebhookRetried = Schema.Struct({
   success: Schema.Boolean,
-  delivery_id: Schema.String,
-  previous_delivery_id: Schema.String,
+  delivery_id: UuidId,
+  previous_delivery_id: UuidId,
   message: Schema.String
 })
 
 /** Response of verify: what the check got and where the endpoint stands now. */
 export const WebhookVerified = Schema.Struct({
   success: Schema.Boolean,
-  webhook_id: Schema.String,
+  webhook_id: UuidId,
   is_verified: Schema.Boolean,
   is_active: Schema.Boolean,
   status: Schema.String,

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { isAbsoluteHttpUrl } from "../kernel/HttpUrl.ts"
+import { UuidId } from "../kernel/Id.ts"
 import type { WebhookEndpointRecord } from "../ports/WebhookEndpointStore.ts"
 import { statusOf } from "./EndpointMachine.ts"
 import { SUBSCRIBABLE_EVENT_TYPES } from "./EventTypes.ts"
@@ -95,8 +96,8 @@ export type UpdateWebhookEndpointRequest = typeof UpdateWebhookEndpointRequest.T
 
 /** A webhook endpoint as the API returns it: never its secret nor its authorization header value. */
 export const WebhookEndpoint = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: UuidId,
+  tenant_id: UuidId,
   name: Schema.String,
   url: Schema.String,
   has_authorization_header: Schema.Boolean,
@@ -126,14 +127,14 @@ export type WebhookEndpoint = typeof WebhookEndpoint.Type
 
 /** The creation response: `webhook_id` (not `id`), the secret shown this once, and a reminder. */
 export const WebhookCreated = Schema.Struct({
-  webhook_id: Schema.String,
+  webhook_id: UuidId,
   secret_key: Schema.String,
   message: Schema.String
 })
 
 /** Response of regenerate-secret: the new secret, shown this once. */
 export const WebhookSecretRegenerated = Schema.Struct({
-  webhook_id: Schema.String,
+  webhook_id: UuidId,
   secret_key: Schema.String,
   message: Schema.String
 })

@@ -409,7 +409,7 @@ describe.each(hostBackends)("the reference host under abuse ($name)", (backend) 
     }
     const filesBefore = filesBelow(join(env.OMNI_DATA_DIR!, "files")).length
     for (const path of ["/attachments/upload", "/email-integrations/inline-images/upload"]) {
-      expect(await upload(path, new Uint8Array(0), "empty.pdf", "application/pdf")).toEqual({ status: 400, body: { detail: "File is empty" } })
+      expect(await upload(path, new Uint8Array(0), "empty.pdf", "application/pdf")).toEqual({ status: 400, body: { detail: { code: "bad_request", message: "File is empty" } } })
     }
     const pdf = new TextEncoder().encode("%PDF-1.4\n% not an image\n")
     expect((await upload("/email-integrations/inline-images/upload", pdf, "doc.pdf", "application/pdf")).status).toBe(400)

@@ -159,9 +159,9 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
   it.each(UPLOAD_PATHS)("refuses an empty file on %s as empty, keeping nothing", async (path) => {
     const [files, records] = [keptFiles().length, (await storedRecords()).length]
     expect(await upload(fileForm(new Uint8Array(0), "empty.png", "image/png"), tenant.key, path))
-      .toEqual({ status: 400, body: { detail: "File is empty" } })
+      .toEqual({ status: 400, body: { detail: { code: "bad_request", message: "File is empty" } } })
     expect(await upload(fileForm(new Uint8Array(0), "empty.pdf", "application/pdf"), tenant.key, path))
-      .toEqual({ status: 400, body: { detail: "File is empty" } })
+      .toEqual({ status: 400, body: { detail: { code: "bad_request", message: "File is empty" } } })
     expect(keptFiles().length).toBe(files)
     expect((await storedRecords()).length).toBe(records)
   })
@@ -169,7 +169,7 @@ describe.each(hostBackends)("uploads on the reference host ($name)", (backend) =
   it("refuses an inline image that is not an image, keeping neither its bytes nor its record", async () => {
     const [files, records] = [keptFiles().length, await storedRecords()]
     const refused = await upload(fileForm(PDF, "kein Bild.pdf", "application/pdf"), tenant.key, "/email-integrations/inline-images/upload")
-    expect(refused).toEqual({ status: 400, body: { detail: "Inline images must be images; this file is 'application/pdf'" } })
+    expect(refused).toEqual({ status: 400, body: { detail: { code: "bad_request", message: "Inline images must be images; this file is 'application/pdf'" } } })
     expect(keptFiles().length).toBe(files)
     expect(await storedRecords()).toEqual(records)
     // An image is taken, and kept.

@@ -746,7 +746,7 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
       // A body that is there still has to be JSON, and still has to be valid.
       expect(await raw("POST", `/campaigns/${created.id}/send`, { "content-type": "text/plain" }, "{}")).toEqual({
         status: 415,
-        body: { detail: "Content-Type must be application/json" }
+        body: { detail: { code: "unsupported_media_type", message: "Content-Type must be application/json" } }
       })
       const unknownField = await raw("POST", `/campaigns/${created.id}/send`, { "content-type": "application/json" }, "{\"warmup\": true}")
       expect(unknownField.status).toBe(422)

@@ -407,7 +407,7 @@ describe.each(hostBackends)("sending email from the reference host ($name)", (ba
       () => post({ conversation_id: received.conversation_id, subject: "zu groß", text: "x", attachments: ids })
     ]) {
       const refused = await refusedSend(received.conversation_id, 413, send)
-      expect(refused.detail).toEqual(expect.any(String))
+      expect(refused.detail).toEqual({ code: "email_too_large", message: expect.stringContaining("Nothing was sent") })
     }
     // Inline images count toward the same total.
     const image = await uploaded(PNG, "i.png", "image/png", "/email-integrations/inline-images/upload")
@@ -503,24 +503,27 @@ describe.each(hostBackends)("sending email from the reference host ($name)", (ba
     const answer = await reply(bounced.id, { text_body: "Antwort" })
     expect(answer.status, JSON.stringify(answer.body)).toBe(502)
     expect(answer.body).toMatchObject({
-      detail: expect.stringContaining("could not be sent"),
-      message_id: expect.stringMatching(UUID),
-      email_message_id: expect.stringMatching(UUID)
+      detail: {
+        code: "email_not_sent",
+        message: expect.stringContaining("could not be sent"),
+        message_id: expect.stringMatching(UUID),
+        email_message_id: expect.stringMatching(UUID)
+      }
     })
     expect(h.sink.messages()).toHaveLength(sunk)
 
     const thread = await threadOf(bounced.conversation_id)
     expect(thread.items).toHaveLength(2)
     expect(thread.items[1]).toMatchObject({
-      id: answer.body.email_message_id,
-      message_id: answer.body.message_id,
+      id: answer.body.detail.email_message_id,
+      message_id: answer.body.detail.message_id,
       direction: "outbound",
       status: "failed",
       error: expect.stringMatching(/550|rejected/),
       sent_at: null,
       subject: "Re: Unzustellbar"
     })
-    const message = await h.api("GET", `/messages/${answer.body.message_id}`)
+    const message = await h.api("GET", `/messages/${answer.body.detail.message_id}`)
     expect(message.body).toMatchObject({ status: "failed", error: { message: expect.any(String) } })
 
     // POST /messages to the same contact fails the same way.

@@ -174,7 +174,7 @@ describe.each(hostBackends)("the reference host on $name", (backend) => {
     expect(await admin(env, "api-key", "revoke", "--id", doomed.id)).toEqual({ id: doomed.id, revoked: true })
     const refused = await http(host.url, "GET", "/api/v1/contacts", { token: doomed.api_key })
     expect(refused.status).toBe(401)
-    expect(refused.body).toEqual({ detail: "Invalid or missing API key" })
+    expect(refused.body).toEqual({ detail: { code: "unauthenticated", message: "Invalid or missing API key" } })
     // Other keys of the tenant are unaffected.
     expect((await http(host.url, "GET", "/api/v1/contacts", { token: boot.api_key })).status).toBe(200)
   })

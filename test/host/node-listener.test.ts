@@ -193,7 +193,9 @@ describe("the Node listener", () => {
       expect(refused.answer).toMatch(/^HTTP\/1\.1 413 /)
       expect(refused.sent).toBe(64 * MB)
     }
-    expect((await fetch(`${server.url}/throw`)).status).toBe(500)
+    const thrown = await fetch(`${server.url}/throw`)
+    expect({ status: thrown.status, body: await thrown.json() })
+      .toEqual({ status: 500, body: { detail: { code: "internal_error", message: "Internal server error" } } })
     expect((await fetch(`${server.url}/reject`, { method: "POST", body: "x" })).status).toBe(500)
     expect((await fetch(`${server.url}/cancel`, { method: "POST", body: "small" })).status).toBe(413)
   })
@@ -233,6 +235,7 @@ describe("the Node listener", () => {
     await closed.promise
     expect(answer).toMatch(/^HTTP\/1\.1 503 /)
     expect(answer.toLowerCase()).toContain("retry-after: 1")
+    expect(answer).toContain(JSON.stringify({ detail: { code: "overloaded", message: "Too many open connections; retry shortly" } }))
     expect(running.connections()).toBe(3)
 
     held[0]!.destroy()

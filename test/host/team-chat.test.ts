@@ -131,7 +131,7 @@ describe.each(hostBackends)("team chat on the reference host ($name)", (backend)
       ["POST", summaryPath(UNKNOWN_ID, UNKNOWN_ID), undefined]
     ] as const) {
       const answer = await api({ key: ownerKey }, method, path, body)
-      expect(answer, `${method} ${path}`).toEqual({ status: 403, body: { detail: NOT_BOUND } })
+      expect(answer, `${method} ${path}`).toEqual({ status: 403, body: { detail: { code: "forbidden", message: NOT_BOUND } } })
     }
   })
 
@@ -236,8 +236,8 @@ describe.each(hostBackends)("team chat on the reference host ($name)", (backend)
     const note = await upload(alice, "note.pdf", "application/pdf", invoicePdf())
     const hidden = await post(alice, secret.id, { text: "Just me", attachment_ids: [note] })
     for (const [outsider, room, message, file] of [[bob, secret, hidden, note], [pat, ops, reply, pdf], [pat, secret, hidden, note]] as const) {
-      expect(await api(outsider, "GET", `/team-chat/channels/${room.id}/messages`)).toEqual({ status: 404, body: { detail: `Channel ${room.id} not found` } })
-      expect(await api(outsider, "GET", `/team-chat/messages/${message.id}`)).toEqual({ status: 404, body: { detail: `Message ${message.id} not found` } })
+      expect(await api(outsider, "GET", `/team-chat/channels/${room.id}/messages`)).toEqual({ status: 404, body: { detail: { code: "not_found", message: `Channel ${room.id} not found` } } })
+      expect(await api(outsider, "GET", `/team-chat/messages/${message.id}`)).toEqual({ status: 404, body: { detail: { code: "not_found", message: `Message ${message.id} not found` } } })
       expect((await api(outsider, "POST", `/team-chat/channels/${room.id}/messages`, { text: "hi" })).status).toBe(404)
       for (const method of ["GET", "POST"]) {
         expect(await api(outsider, method, summaryPath(message.id === reply.id ? first.id : message.id, file))).toEqual({

@@ -91,10 +91,12 @@ describe.each(testDatabases)("deleting attachments on $name", (database) => {
 
       expect(answer.status).toBe(409)
       expect(answer.body).toEqual({
-        detail: expect.stringContaining(`Attachment ${file.id} is already sent`),
-        code: "attachment_already_sent",
-        message_id: file.message_id,
-        conversation_id: file.conversation_id
+        detail: {
+          code: "attachment_already_sent",
+          message: expect.stringContaining(`Attachment ${file.id} is already sent`),
+          message_id: file.message_id,
+          conversation_id: file.conversation_id
+        }
       })
       expect(await rows(tenant.tenant_id)).toEqual([file])
       expect(await blob(file.blob_key)).toBe(true)

@@ -7,8 +7,8 @@ import { testDatabases } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { outboxEvents } from "./OutboxEvents.ts"
 
-const INVALID_KEY = { detail: "Invalid or missing API key" }
-const TENANT_REFUSED = { detail: "Not allowed to act in the requested tenant" }
+const INVALID_KEY = { detail: { code: "unauthenticated", message: "Invalid or missing API key" } }
+const TENANT_REFUSED = { detail: { code: "forbidden", message: "Not allowed to act in the requested tenant" } }
 
 let test: TestApp
 beforeAll(async () => {
@@ -99,7 +99,7 @@ describe("API keys", () => {
     const { api_key } = await bootstrap(test)
     const answer = await test.call("POST", "/tenants", { token: api_key, body: { name: "Sub" } })
     expect(answer.status).toBe(401)
-    expect(answer.body).toEqual({ detail: "Invalid or missing user token" })
+    expect(answer.body).toEqual({ detail: { code: "unauthenticated", message: "Invalid or missing user token" } })
     expect(answer.headers.get("www-authenticate")).toBe("Bearer")
   })
 

@@ -107,7 +107,7 @@ describe("GET /channels/{channel_id}", () => {
     const unknown = crypto.randomUUID()
 
     expect((await tenant.as("GET", `/channels/${channel.id.toUpperCase()}`)).body).toEqual(channel)
-    expect(await tenant.as("GET", `/channels/${unknown}`)).toMatchObject({ status: 404, body: { detail: `Channel ${unknown} not found` } })
+    expect(await tenant.as("GET", `/channels/${unknown}`)).toMatchObject({ status: 404, body: { detail: { code: "not_found", message: `Channel ${unknown} not found` } } })
     expect((await tenant.as("GET", "/channels/not-a-uuid")).status).toBe(404)
   })
 })
@@ -200,7 +200,7 @@ describe("tenant isolation", () => {
     const owner = await newTenant()
     const stranger = await newTenant()
     const channel = await owner.connect("chatapp")
-    const notFound = { status: 404, body: { detail: `Channel ${channel.id} not found` } }
+    const notFound = { status: 404, body: { detail: { code: "not_found", message: `Channel ${channel.id} not found` } } }
 
     expect(await stranger.as("GET", `/channels/${channel.id}`)).toMatchObject(notFound)
     expect(await stranger.as("POST", `/channels/${channel.id}/disconnect`)).toMatchObject(notFound)

@@ -272,7 +272,7 @@ describe("GET /channel-connect-tokens and GET /channel-connect-tokens/{id}", () 
     expect((await tenant.as("GET", `/channel-connect-tokens/${created.id.toUpperCase()}`)).body.id).toBe(created.id)
     expect(await tenant.as("GET", `/channel-connect-tokens/${unknown}`)).toMatchObject({
       status: 404,
-      body: { detail: `Connect token ${unknown} not found` }
+      body: { detail: { code: "not_found", message: `Connect token ${unknown} not found` } }
     })
     expect((await tenant.as("GET", "/channel-connect-tokens/not-a-uuid")).status).toBe(404)
   })
@@ -295,7 +295,7 @@ describe("GET /channel-connect-tokens and GET /channel-connect-tokens/{id}", () 
     const owner = await newTenant()
     const stranger = await newTenant()
     const created = await createLink(test, owner.api_key, { allowed_channel_types: ["chatapp"] })
-    const notFound = { status: 404, body: { detail: `Connect token ${created.id} not found` } }
+    const notFound = { status: 404, body: { detail: { code: "not_found", message: `Connect token ${created.id} not found` } } }
 
     expect(await stranger.as("GET", `/channel-connect-tokens/${created.id}`)).toMatchObject(notFound)
     expect(await stranger.as("DELETE", `/channel-connect-tokens/${created.id}`)).toMatchObject(notFound)

@@ -102,7 +102,7 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       const first = await create(tenant, { phone: "+14155550100" })
       const answer = await tenant.as("POST", "/contacts", { name: "Twin", phone: "+1 415.555.0100" })
       expect(answer.status).toBe(409)
-      expect(answer.body).toEqual({ detail: `Contact ${first.id} already has phone +14155550100` })
+      expect(answer.body).toEqual({ detail: { code: "conflict", message: `Contact ${first.id} already has phone +14155550100` } })
     })
 
     it("answers 409 for an email another contact of the tenant has, in any case", async () => {
@@ -135,7 +135,7 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       const id = crypto.randomUUID()
       const answer = await tenant.as("GET", `/contacts/${id}`)
       expect(answer.status).toBe(404)
-      expect(answer.body).toEqual({ detail: `Contact ${id} not found` })
+      expect(answer.body).toEqual({ detail: { code: "not_found", message: `Contact ${id} not found` } })
     })
 
     it.each(["not-a-uuid", "1", "%00", "..%2F..%2Ftenants"])("answers 404 for a malformed id %j", async (id) => {
@@ -311,7 +311,7 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       const id = crypto.randomUUID()
       const answer = await tenant.as("PATCH", `/contacts/${id}`, { name: "Ghost" })
       expect(answer.status).toBe(404)
-      expect(answer.body).toEqual({ detail: `Contact ${id} not found` })
+      expect(answer.body).toEqual({ detail: { code: "not_found", message: `Contact ${id} not found` } })
     })
   })
 
@@ -365,7 +365,7 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       expect((await b.as("GET", `/contacts/${contact.id}`)).status).toBe(404)
       const patch = await b.as("PATCH", `/contacts/${contact.id}`, { name: "Hijacked" })
       expect(patch.status).toBe(404)
-      expect(patch.body).toEqual({ detail: `Contact ${contact.id} not found` })
+      expect(patch.body).toEqual({ detail: { code: "not_found", message: `Contact ${contact.id} not found` } })
       expect((await b.as("GET", "/contacts")).body.items).toEqual([])
 
       expect((await a.as("GET", `/contacts/${contact.id}`)).body).toEqual(contact)
@@ -498,7 +498,7 @@ describe.each(testDatabases)("contacts on $name", (database) => {
       const answer = await b.as("DELETE", `/contacts/${ana!.id}`)
 
       expect(answer.status).toBe(404)
-      expect(answer.body).toEqual({ detail: `Contact ${ana!.id} not found` })
+      expect(answer.body).toEqual({ detail: { code: "not_found", message: `Contact ${ana!.id} not found` } })
       expect(await rowsOf(a.tenant_id)).toEqual(before)
       expect((await a.as("GET", `/contacts/${ana!.id}`)).body).toEqual(ana)
       expect(await blob(before.files[0]!.blob_key)).toBe(true)

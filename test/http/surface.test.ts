@@ -32,11 +32,11 @@ const postContact = (body: BodyInit, contentType = "application/json") =>
 
 describe("routing", () => {
   it.each(["/api/v1/nope", "/api/v1/contacts/a/b", "/api/v1", "/api/v2/contacts", "/contacts", "/api/v1/%E0%A4%A"])(
-    "answers 404 {detail: 'Not Found'} for %s",
+    "answers 404 {detail: {code: 'not_found', message: 'Not Found'}} for %s",
     async (path) => {
       const answer = await send(path, { headers: { authorization: `Bearer ${owner.api_key}` } })
       expect(answer.status).toBe(404)
-      expect(answer.body).toEqual({ detail: "Not Found" })
+      expect(answer.body).toEqual({ detail: { code: "not_found", message: "Not Found" } })
     }
   )
 
@@ -47,7 +47,7 @@ describe("routing", () => {
   ])("answers 405 with an Allow header to %s %s", async (method, path, allowed) => {
     const answer = await send(`/api/v1${path}`, { method, headers: { authorization: `Bearer ${owner.api_key}` } })
     expect(answer.status).toBe(405)
-    expect(answer.body).toEqual({ detail: "Method Not Allowed" })
+    expect(answer.body).toEqual({ detail: { code: "method_not_allowed", message: "Method Not Allowed" } })
     expect(answer.headers.get("allow")?.split(/,\s*/).sort()).toEqual(allowed)
   })
 
@@ -62,7 +62,7 @@ describe("request bodies", () => {
     async (contentType) => {
       const answer = await postContact(JSON.stringify({ name: "Ada" }), contentType)
       expect(answer.status).toBe(415)
-      expect(answer.body).toEqual({ detail: "Content-Type must be application/json" })
+      expect(answer.body).toEqual({ detail: { code: "unsupported_media_type", message: "Content-Type must be application/json" } })
     }
   )
 
@@ -111,7 +111,7 @@ describe("request bodies", () => {
     expect((await resume({ headers: { "content-type": "application/json" }, body: " \n" })).status).toBe(404)
     expect(await resume({ headers: { "content-type": "text/plain" }, body: "{}" })).toMatchObject({
       status: 415,
-      body: { detail: "Content-Type must be application/json" }
+      body: { detail: { code: "unsupported_media_type", message: "Content-Type must be application/json" } }
     })
     expect((await resume({ body: new TextEncoder().encode("{}") })).status).toBe(415)
     expect((await resume({ headers: { "content-type": "application/json" }, body: "{" })).body.detail[0]).toMatchObject({ type: "json_invalid" })
@@ -132,7 +132,7 @@ describe("request bodies", () => {
   it("answers 413 for a body over 1 MiB", async () => {
     const answer = await postContact(JSON.stringify({ name: "x".repeat(MiB) }))
     expect(answer.status).toBe(413)
-    expect(answer.body).toEqual({ detail: `Request body too large; the limit is ${MiB} bytes` })
+    expect(answer.body).toEqual({ detail: { code: "payload_too_large", message: `Request body too large; the limit is ${MiB} bytes` } })
   })
 
   it("reads a body just under 1 MiB, then validates it", async () => {

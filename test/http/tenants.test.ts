@@ -4,7 +4,7 @@ import { seededRandom } from "../support/Random.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
 const DAY_MS = 86_400_000
-const NOT_YOUR_ACCOUNT = { detail: "You are not an owner of that billing account" }
+const NOT_YOUR_ACCOUNT = { detail: { code: "forbidden", message: "You are not an owner of that billing account" } }
 
 const random = seededRandom()
 const tagsGiven = new Set<string>()
@@ -175,7 +175,7 @@ describe.each(testDatabases)("POST /tenants on $name", (database) => {
 
       const answer = await createTenant(owner.user_token, { name: "Second", slug })
       expect(answer.status).toBe(409)
-      expect(answer.body).toEqual({ detail: `Slug '${slug}' is already taken` })
+      expect(answer.body).toEqual({ detail: { code: "conflict", message: `Slug '${slug}' is already taken` } })
     })
 
     it.each(["Upper-Case", "-leading", "trailing-", "double--hyphen", "under_score", "spa ce", "ünï", "", "a".repeat(64)])(
@@ -277,7 +277,7 @@ describe.each(testDatabases)("GET /tenants and GET /tenants/{id} on $name", (dat
   const getTenant = (token: string, id: string, headers: Record<string, string> = {}) =>
     test.call("GET", `/tenants/${id}`, { token, headers })
   const ids = (answer: { readonly body: any }): Array<string> => answer.body.items.map((item: { id: string }) => item.id)
-  const notFound = (id: string) => ({ status: 404, body: { detail: `Tenant ${id} not found` } })
+  const notFound = (id: string) => ({ status: 404, body: { detail: { code: "not_found", message: `Tenant ${id} not found` } } })
 
   /** An owner (bootstrapped) with `subs` sub-accounts made a minute apart, so their order is the clock's. */
   const ownerWithSubs = async (subs: number) => {
@@ -420,7 +420,7 @@ describe.each(testDatabases)("GET /tenants and GET /tenants/{id} on $name", (dat
       expect(answer.status).toBe(401)
     }
     const foreign = await list(owner.api_key, "", { "x-tenant-id": stranger.tenant_id })
-    expect({ status: foreign.status, body: foreign.body }).toEqual({ status: 403, body: { detail: "Not allowed to act in the requested tenant" } })
+    expect({ status: foreign.status, body: foreign.body }).toEqual({ status: 403, body: { detail: { code: "forbidden", message: "Not allowed to act in the requested tenant" } } })
   })
 
   describe("with a user token", () => {

@@ -113,7 +113,7 @@ describe.each(testDatabases)("GET /team-chat/channels on $name", (database) => {
 
   it("answers 403 to a key bound to nobody, and to a key without team_chat:read", async () => {
     const unbound = await list({ key: ownerKey })
-    expect({ status: unbound.status, body: unbound.body }).toEqual({ status: 403, body: { detail: NOT_BOUND } })
+    expect({ status: unbound.status, body: unbound.body }).toEqual({ status: 403, body: { detail: { code: "forbidden", message: NOT_BOUND } } })
     const writer = await test.operator((operator) =>
       operator.createApiKey({ tenantId: made.general.tenant_id, scopes: ["team_chat:create"], userId: alice.userId })
     )
