@@ -1,8 +1,11 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
+import { Effect, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { routes } from "../../src/app/Omnichannel.ts"
 import type { Bootstrapped } from "../../src/auth/Operator.ts"
-import { bodyIsOptional } from "../../src/http/Route.ts"
+import { makeApiHandler } from "../../src/http/ApiHandler.ts"
+import { bodyIsOptional, route } from "../../src/http/Route.ts"
+import { StorageError } from "../../src/kernel/StorageError.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -53,6 +56,46 @@ describe("routing", () => {
 
   it("ignores a trailing slash", async () => {
     expect((await test.call("GET", "/contacts/", { token: owner.api_key })).status).toBe(200)
+  })
+})
+
+describe("failures inside an operation", () => {
+  // A route of its own per failure: storage that may come back, storage that will not, and a defect.
+  const failing = (path: string, fail: Effect.Effect<never, StorageError>) =>
+    route({
+      method: "GET",
+      path,
+      operationId: path.slice(1),
+      summary: "Fails",
+      tag: "Test",
+      auth: { kind: "api_key", scopes: ["contacts:read"] },
+      response: { status: 200, schema: Schema.Struct({}), description: "never" },
+      handle: () => fail
+    })
+  const call = async (path: string) => {
+    const handler = await test.app.run(makeApiHandler([
+      failing("/unavailable", Effect.fail(new StorageError({ reason: "Unavailable", message: "database is down" }))),
+      failing("/unknown", Effect.fail(new StorageError({ reason: "Unknown", message: "disk on fire" }))),
+      failing("/defect", Effect.die(new Error("a bug")))
+    ], { title: "test", version: "0" }))
+    const response = await handler(new Request(`http://test.local/api/v1${path}`, { headers: { authorization: `Bearer ${owner.api_key}` } }))
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), body: await response.json() }
+  }
+
+  it("answers storage that may come back 503 storage_unavailable with Retry-After, and says nothing of the cause", async () => {
+    expect(await call("/unavailable")).toEqual({
+      status: 503,
+      retryAfter: "1",
+      body: { detail: { code: "storage_unavailable", message: "Storage is temporarily unavailable; retry shortly" } }
+    })
+  })
+
+  it.each(["/unknown", "/defect"])("answers %s 500 internal_error, and says nothing of the cause", async (path) => {
+    expect(await call(path)).toEqual({
+      status: 500,
+      retryAfter: null,
+      body: { detail: { code: "internal_error", message: "Internal server error" } }
+    })
   })
 })
 
