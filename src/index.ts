@@ -132,3 +132,11 @@ export type { CampaignService } from "./campaigns/CampaignService.ts"
 export type { FlowService } from "./flows/FlowService.ts"
 export type { SummaryService } from "./summaries/SummaryService.ts"
 export type { TeamChatService } from "./team-chat/TeamChatService.ts"
+// The webhooks' nested namespaces, by name as types: `Webhooks.DeliveryMachine` is otherwise an alias
+// that an application's declarations cannot name (TS4023), and this keeps their types reachable.
+import type * as DeliveryMachine from "./webhooks/DeliveryMachine.ts"
+import type * as EndpointMachine from "./webhooks/EndpointMachine.ts"
+export type { DeliveryMachine, EndpointMachine }
+export type { DeliveryTransition } from "./webhooks/DeliveryMachine.ts"
+export type { EndpointTransition } from "./webhooks/EndpointMachine.ts"
+export type { ContactErasureService } from "./contacts/ContactErasureService.ts"

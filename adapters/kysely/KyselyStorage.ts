@@ -281,6 +281,56 @@ export const layerManaged = (
   )
 
 export { type Dialect, migrate } from "./Migrations.ts"
-export { type Database } from "./Database.ts"
+export type { Database } from "./Database.ts"
+/** The row of each table, as stored (what `Kysely<Database>` selects and inserts). */
+export type {
+  AiCreditBalancesTable,
+  AiCreditEntriesTable,
+  ApiKeysTable,
+  AttachmentSummariesTable,
+  AttachmentsTable,
+  BillingAccountsTable,
+  CampaignBatchesTable,
+  CampaignRecipientsTable,
+  CampaignsTable,
+  ChannelsTable,
+  ChatappTemplatesTable,
+  ConnectTokensTable,
+  ContactTagsTable,
+  ContactsTable,
+  ConversationsTable,
+  CustomFieldDefinitionsTable,
+  EmailAttachmentsTable,
+  EmailInlineImagesTable,
+  EmailIntegrationsTable,
+  EmailMessagesTable,
+  FlowDefinitionsTable,
+  FlowSessionsTable,
+  FlowVersionsTable,
+  InboundHandledTable,
+  InboundPayloadsTable,
+  LibraryCacheTable,
+  ListSubscriptionsTable,
+  ListsTable,
+  MarketingOptOutsTable,
+  MessageStatusesTable,
+  MessagesTable,
+  OutboxEventsTable,
+  SendRatesTable,
+  SendingLimitsTable,
+  SummaryRateCountersTable,
+  TagsTable,
+  TeamChatChannelTenantsTable,
+  TeamChatChannelsTable,
+  TeamChatMembersTable,
+  TeamChatMessageAttachmentsTable,
+  TeamChatMessagesTable,
+  TenantsTable,
+  UsersTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+  WebhookFanOutLeasesTable
+} from "./Database.ts"
+export type { Flag } from "./Flag.ts"
 export { KyselyConnection } from "./Connection.ts"
 export { checkStorageReadiness, type StorageReadiness } from "./Readiness.ts"

@@ -33,6 +33,7 @@ export const CreateCampaignRequest = Schema.Struct({
 })
 /** Body of `POST /campaigns`. */
 export type CreateCampaignRequest = typeof CreateCampaignRequest.Type
+export declare namespace CreateCampaignRequest {}
 
 /** Body of `PATCH /campaigns/{id}`: fields present change; any change resets a warm-up confirmation. */
 export const UpdateCampaignRequest = Schema.Struct({
@@ -47,6 +48,7 @@ export const UpdateCampaignRequest = Schema.Struct({
 })
 /** Body of `PATCH /campaigns/{id}`. */
 export type UpdateCampaignRequest = typeof UpdateCampaignRequest.Type
+export declare namespace UpdateCampaignRequest {}
 
 /** Body of `POST /campaigns/{id}/send`. */
 export const SendCampaignRequest = Schema.Struct({
@@ -88,6 +90,7 @@ export const Campaign = Schema.Struct({
 })
 /** A campaign as the API returns it. */
 export type Campaign = typeof Campaign.Type
+export declare namespace Campaign {}
 
 /** Response of `GET /campaigns`. */
 export const CampaignList = Schema.Struct({ items: Schema.Array(Campaign), pagination: PaginationInfo })
@@ -114,6 +117,7 @@ export const WarmupCheck = Schema.Struct({
 })
 /** Response of `GET /campaigns/{id}/warmup-check`. */
 export type WarmupCheck = typeof WarmupCheck.Type
+export declare namespace WarmupCheck {}
 
 /** Response of `GET /campaigns/{id}/statistics`. */
 export const CampaignStatistics = Schema.Struct({
@@ -146,6 +150,7 @@ export const CampaignStatistics = Schema.Struct({
 })
 /** Response of `GET /campaigns/{id}/statistics`. */
 export type CampaignStatistics = typeof CampaignStatistics.Type
+export declare namespace CampaignStatistics {}
 
 /** The wire form of a stored campaign. */
 export const toCampaign = (record: CampaignRecord): Campaign => ({

@@ -19,6 +19,7 @@ export const Channel = Schema.Struct({
 })
 /** A channel as the API returns it. */
 export type Channel = typeof Channel.Type
+export declare namespace Channel {}
 
 /** Response of `GET /channels`. */
 export const ChannelList = Schema.Struct({ items: Schema.Array(Channel), pagination: PaginationInfo })

@@ -31,6 +31,7 @@ export const SendingLimit = Schema.Struct({
 })
 /** The sending limit of a channel. */
 export type SendingLimit = typeof SendingLimit.Type
+export declare namespace SendingLimit {}
 
 const upper = (value: string | null): string | null => (value === null ? null : value.toUpperCase())
 const digits = (value: string | undefined): string => (value ?? "").replace(/\D/g, "")

@@ -31,6 +31,7 @@ export const CreateConnectTokenRequest = Schema.Struct({
 })
 /** Body of `POST /channel-connect-tokens`. */
 export type CreateConnectTokenRequest = typeof CreateConnectTokenRequest.Type
+export declare namespace CreateConnectTokenRequest {}
 
 /** A connect token as list and get return it: never the raw token. */
 export const ConnectToken = Schema.Struct({
@@ -52,6 +53,7 @@ export const ConnectToken = Schema.Struct({
 })
 /** A connect token as list and get return it. */
 export type ConnectToken = typeof ConnectToken.Type
+export declare namespace ConnectToken {}
 
 /** The creation response: the token plus `connect_url`, the only place the raw token ever appears. */
 export const CreatedConnectToken = Schema.Struct({ ...ConnectToken.fields, connect_url: Schema.String })

@@ -53,6 +53,7 @@ export const CreateContactRequest = Schema.Struct({
 })
 /** Body of `POST /contacts`. */
 export type CreateContactRequest = typeof CreateContactRequest.Type
+export declare namespace CreateContactRequest {}
 
 /**
  * Body of `PATCH /contacts/{contact_id}`: only fields present change, `null` clears one, and
@@ -67,6 +68,7 @@ export const UpdateContactRequest = Schema.Struct({
 })
 /** Body of `PATCH /contacts/{contact_id}`. */
 export type UpdateContactRequest = typeof UpdateContactRequest.Type
+export declare namespace UpdateContactRequest {}
 
 /** A contact as the API returns it. */
 export const Contact = Schema.Struct({
@@ -82,6 +84,7 @@ export const Contact = Schema.Struct({
 })
 /** A contact as the API returns it. */
 export type Contact = typeof Contact.Type
+export declare namespace Contact {}
 
 /** Response of `GET /contacts`. */
 export const ContactList = Schema.Struct({
@@ -104,6 +107,7 @@ export const ContactDeleted = Schema.Struct({
 })
 /** Response of `DELETE /contacts/{contact_id}`. */
 export type ContactDeleted = typeof ContactDeleted.Type
+export declare namespace ContactDeleted {}
 
 /** The wire form of a stored contact. */
 export const toContact = (record: ContactRecord): Contact => ({

@@ -25,6 +25,7 @@ export const EmailIntegration = Schema.Struct({
 })
 /** An email integration as the API returns it. */
 export type EmailIntegration = typeof EmailIntegration.Type
+export declare namespace EmailIntegration {}
 
 /** An integration just created: with its inbound secret, shown this once. */
 export const CreatedEmailIntegration = Schema.Struct({
@@ -44,6 +45,7 @@ export const CreateEmailIntegrationRequest = Schema.Struct({
 })
 /** Body of `POST /email-integrations`. */
 export type CreateEmailIntegrationRequest = typeof CreateEmailIntegrationRequest.Type
+export declare namespace CreateEmailIntegrationRequest {}
 
 /** An address of an email with its display name. */
 export const EmailAddress = Schema.Struct({ address: Schema.String, name: Schema.NullOr(Schema.String) })
@@ -68,6 +70,7 @@ export const EmailAttachment = Schema.Struct({
 })
 /** The spec's Email attachment. */
 export type EmailAttachment = typeof EmailAttachment.Type
+export declare namespace EmailAttachment {}
 
 /** An email of a thread as the API returns it. */
 export const EmailMessage = Schema.Struct({
@@ -96,6 +99,7 @@ export const EmailMessage = Schema.Struct({
 })
 /** An email of a thread as the API returns it. */
 export type EmailMessage = typeof EmailMessage.Type
+export declare namespace EmailMessage {}
 
 /** An email thread: a conversation's emails, oldest first. */
 export const EmailThread = Schema.Struct({
@@ -105,6 +109,7 @@ export const EmailThread = Schema.Struct({
 })
 /** An email thread. */
 export type EmailThread = typeof EmailThread.Type
+export declare namespace EmailThread {}
 
 const Body = Schema.String.check(Schema.isMaxLength(1_000_000))
 
@@ -116,6 +121,7 @@ export const ReplyRequest = Schema.Struct({
 })
 /** Body of a reply. */
 export type ReplyRequest = typeof ReplyRequest.Type
+export declare namespace ReplyRequest {}
 
 /** Body of `POST /email-integrations/conversations/{id}/compose-email`. */
 export const ComposeRequest = Schema.Struct({
@@ -126,6 +132,7 @@ export const ComposeRequest = Schema.Struct({
 })
 /** Body of a new email in a conversation. */
 export type ComposeRequest = typeof ComposeRequest.Type
+export declare namespace ComposeRequest {}
 
 /** The spec's Inline image upload response. */
 export const InlineImageUpload = Schema.Struct({
@@ -136,6 +143,7 @@ export const InlineImageUpload = Schema.Struct({
 })
 /** The spec's Inline image upload response. */
 export type InlineImageUpload = typeof InlineImageUpload.Type
+export declare namespace InlineImageUpload {}
 
 /** The wire form of an integration. */
 export const toEmailIntegration = (record: EmailIntegrationRecord, inboundUrl: string): EmailIntegration => ({

@@ -45,11 +45,13 @@ export const CreateFlowRequest = Schema.Struct({
 })
 /** Body of `POST /chatapp-flows`. */
 export type CreateFlowRequest = typeof CreateFlowRequest.Type
+export declare namespace CreateFlowRequest {}
 
 /** Body of `POST /chatapp-flows/{id}/versions`. */
 export const CreateVersionRequest = Schema.Struct({ screens: Screens, writeback: Schema.optionalKey(Writeback) })
 /** Body of `POST /chatapp-flows/{id}/versions`. */
 export type CreateVersionRequest = typeof CreateVersionRequest.Type
+export declare namespace CreateVersionRequest {}
 
 /** Body of `POST /chatapp-flows/{id}/send`. */
 export const SendFlowRequest = Schema.Struct({
@@ -62,6 +64,7 @@ export const SendFlowRequest = Schema.Struct({
 })
 /** Body of `POST /chatapp-flows/{id}/send`. */
 export type SendFlowRequest = typeof SendFlowRequest.Type
+export declare namespace SendFlowRequest {}
 
 /** A flow version as the API returns it. */
 export const FlowVersion = Schema.Struct({
@@ -98,6 +101,7 @@ export const FlowDefinition = Schema.Struct({
 })
 /** A flow definition as the API returns it. */
 export type FlowDefinition = typeof FlowDefinition.Type
+export declare namespace FlowDefinition {}
 
 /** Response of `GET /chatapp-flows`. */
 export const FlowDefinitionList = Schema.Struct({ items: Schema.Array(FlowDefinition) })
@@ -125,6 +129,7 @@ export const FlowSession = Schema.Struct({
 })
 /** The spec's Flow session. */
 export type FlowSession = typeof FlowSession.Type
+export declare namespace FlowSession {}
 
 /** Response of `GET /chatapp-flows/{id}/sessions`. */
 export const FlowSessionList = Schema.Struct({ items: Schema.Array(FlowSession), pagination: PaginationInfo })
@@ -139,6 +144,7 @@ export const CustomField = Schema.Struct({
 })
 /** A custom field definition as the API returns it. */
 export type CustomField = typeof CustomField.Type
+export declare namespace CustomField {}
 /** Body of `POST /custom-fields`. */
 export const CreateCustomFieldRequest = Schema.Struct({
   key: Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9_]{0,63}$/, { message: "Lower-case letters, digits and underscores, starting with a letter, at most 64" })),
@@ -149,6 +155,7 @@ export const CreateCustomFieldRequest = Schema.Struct({
 export const Tag = Schema.Struct({ id: UuidId, name: Schema.String, created_at: Schema.String })
 /** A tag as the API returns it. */
 export type Tag = typeof Tag.Type
+export declare namespace Tag {}
 /** Body of `POST /tags`. */
 export const CreateTagRequest = Schema.Struct({ name: Name })
 

@@ -12,6 +12,7 @@ export const ValidationIssue = Schema.Struct({
 })
 /** One problem with a request. */
 export type ValidationIssue = typeof ValidationIssue.Type
+export declare namespace ValidationIssue {}
 
 /**
  * The one error body: a machine-readable `code`, a `message` for people, and any fields the code

@@ -41,6 +41,7 @@ export const List = Schema.Struct({
 })
 /** A list as the API returns it. */
 export type List = typeof List.Type
+export declare namespace List {}
 
 /** Response of `GET /lists`. */
 export const ListList = Schema.Struct({ items: Schema.Array(List) })
@@ -56,6 +57,7 @@ export const CreateListRequest = Schema.Struct({
 })
 /** Body of `POST /lists`. */
 export type CreateListRequest = typeof CreateListRequest.Type
+export declare namespace CreateListRequest {}
 
 /** Body of `PATCH /lists/{id}`: fields present change; `welcome_message: null` restores the default. */
 export const UpdateListRequest = Schema.Struct({
@@ -67,6 +69,7 @@ export const UpdateListRequest = Schema.Struct({
 })
 /** Body of `PATCH /lists/{id}`. */
 export type UpdateListRequest = typeof UpdateListRequest.Type
+export declare namespace UpdateListRequest {}
 
 /** A contact's subscription as the API returns it. */
 export const Subscription = Schema.Struct({
@@ -80,6 +83,7 @@ export const Subscription = Schema.Struct({
 })
 /** A contact's subscription as the API returns it. */
 export type Subscription = typeof Subscription.Type
+export declare namespace Subscription {}
 
 /** Response of `GET /contacts/{id}/subscriptions`. */
 export const SubscriptionList = Schema.Struct({ items: Schema.Array(Subscription) })

@@ -22,6 +22,7 @@ export const Summary = Schema.Struct({
 })
 /** The spec's Summary object. */
 export type Summary = typeof Summary.Type
+export declare namespace Summary {}
 
 /** Response of `POST …/summary`: 201 new (charged), 200 existing, 202 being generated. */
 export const SummaryResponse = Schema.Struct({
@@ -31,6 +32,7 @@ export const SummaryResponse = Schema.Struct({
 })
 /** Response of `POST …/summary`. */
 export type SummaryResponse = typeof SummaryResponse.Type
+export declare namespace SummaryResponse {}
 
 /** The status a `POST …/summary` answers with, read from its body: 201 charged, 202 pending, else 200. */
 export const summaryResponseStatus = (response: SummaryResponse): number =>
@@ -51,6 +53,7 @@ export interface SummaryFields {
   readonly ai_summary_available: boolean
   readonly ai_summary_credits: number | null
 }
+export declare namespace SummaryFields {}
 
 /** The fields of an attachment that offers nothing: no summary, not available, no price. */
 export const NO_SUMMARY: SummaryFields = { ai_summary: null, ai_summary_available: false, ai_summary_credits: null }

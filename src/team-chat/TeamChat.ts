@@ -32,6 +32,7 @@ export const CreateChannelRequest = Schema.Struct({
 })
 /** Body of `POST /team-chat/channels`. */
 export type CreateChannelRequest = typeof CreateChannelRequest.Type
+export declare namespace CreateChannelRequest {}
 
 /** Body of `POST /team-chat/direct-messages`: the other participants (the caller is one anyway). */
 export const DirectMessageRequest = Schema.Struct({
@@ -39,6 +40,7 @@ export const DirectMessageRequest = Schema.Struct({
 })
 /** Body of `POST /team-chat/direct-messages`. */
 export type DirectMessageRequest = typeof DirectMessageRequest.Type
+export declare namespace DirectMessageRequest {}
 
 /** Body of `POST /team-chat/channels/{id}/messages`. */
 export const PostMessageRequest = Schema.Struct({
@@ -50,6 +52,7 @@ export const PostMessageRequest = Schema.Struct({
 })
 /** Body of `POST /team-chat/channels/{id}/messages`. */
 export type PostMessageRequest = typeof PostMessageRequest.Type
+export declare namespace PostMessageRequest {}
 
 /** A channel or direct message as the API returns it. */
 export const TeamChatChannel = Schema.Struct({
@@ -68,6 +71,7 @@ export const TeamChatChannel = Schema.Struct({
 })
 /** A channel or direct message as the API returns it. */
 export type TeamChatChannel = typeof TeamChatChannel.Type
+export declare namespace TeamChatChannel {}
 
 /** A channel or direct message in the caller's list: the channel, and when something last happened in it. */
 export const TeamChatChannelListItem = Schema.Struct({
@@ -77,6 +81,7 @@ export const TeamChatChannelListItem = Schema.Struct({
 })
 /** A channel or direct message in the caller's list. */
 export type TeamChatChannelListItem = typeof TeamChatChannelListItem.Type
+export declare namespace TeamChatChannelListItem {}
 
 /** One page of the caller's channels and direct messages, newest activity first. */
 export const TeamChatChannelList = Schema.Struct({
@@ -96,6 +101,7 @@ export const TeamChatAttachment = Schema.Struct({
 })
 /** A file of a team chat message. */
 export type TeamChatAttachment = typeof TeamChatAttachment.Type
+export declare namespace TeamChatAttachment {}
 
 /** A message or thread reply as the API returns it. */
 export const TeamChatMessage = Schema.Struct({
@@ -112,6 +118,7 @@ export const TeamChatMessage = Schema.Struct({
 })
 /** A message or thread reply as the API returns it. */
 export type TeamChatMessage = typeof TeamChatMessage.Type
+export declare namespace TeamChatMessage {}
 
 /** One page of a channel's messages and replies, oldest first. */
 export const TeamChatMessageList = Schema.Struct({

@@ -19,6 +19,7 @@ export const ButtonInput = Schema.Struct({
 })
 /** One element of `button_inputs`. */
 export type ButtonInput = typeof ButtonInput.Type
+export declare namespace ButtonInput {}
 
 /**
  * The entry as the client displayed it (`snapshot`): a library entry as the browse returned it, every
@@ -50,6 +51,7 @@ export const LibrarySnapshot = Schema.Struct({
 })
 /** The entry as the client displayed it. */
 export type LibrarySnapshot = typeof LibrarySnapshot.Type
+export declare namespace LibrarySnapshot {}
 
 /** The operator's limit on a template name's length. */
 export const MAX_TEMPLATE_NAME = 512

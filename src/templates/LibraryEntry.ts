@@ -11,6 +11,7 @@ export const LibraryButton = Schema.Struct({
 })
 /** A button of a library entry. */
 export type LibraryButton = typeof LibraryButton.Type
+export declare namespace LibraryButton {}
 
 /** One entry of the operator's template library, as the API returns it (the spec's Library template entry). */
 export const LibraryTemplateEntry = Schema.Struct({
@@ -32,6 +33,7 @@ export const LibraryTemplateEntry = Schema.Struct({
 })
 /** One entry of the library as the API returns it. */
 export type LibraryTemplateEntry = typeof LibraryTemplateEntry.Type
+export declare namespace LibraryTemplateEntry {}
 
 /** An entry as the service keeps it: the wire entry without the per-tenant `already_added`. */
 export type LibraryEntry = Omit<LibraryTemplateEntry, "already_added">
@@ -45,6 +47,7 @@ export const LibraryFacets = Schema.Struct({
 })
 /** The facets of a matched set. */
 export type LibraryFacets = typeof LibraryFacets.Type
+export declare namespace LibraryFacets {}
 
 /** Response of `GET /chatapp-templates/library` (the spec's Library browse response). */
 export const LibraryBrowseResponse = Schema.Struct({
@@ -58,6 +61,7 @@ export const LibraryBrowseResponse = Schema.Struct({
 })
 /** Response of `GET /chatapp-templates/library`. */
 export type LibraryBrowseResponse = typeof LibraryBrowseResponse.Type
+export declare namespace LibraryBrowseResponse {}
 
 const text = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null)
 const texts = (value: unknown): ReadonlyArray<string> =>

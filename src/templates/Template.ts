@@ -27,6 +27,7 @@ export const Template = Schema.Struct({
 })
 /** A template as the API returns it. */
 export type Template = typeof Template.Type
+export declare namespace Template {}
 
 /** Response of `GET /chatapp-templates`. */
 export const TemplateList = Schema.Struct({ items: Schema.Array(Template), pagination: PaginationInfo })
@@ -64,6 +65,7 @@ export const AdoptRequest = Schema.Struct({
 })
 /** Body of `POST /chatapp-templates/library/adopt`. */
 export type AdoptRequest = typeof AdoptRequest.Type
+export declare namespace AdoptRequest {}
 
 /** The adopt response (the spec's Adopt response); on failure `success` is false and the error fields are filled. */
 export const AdoptResponse = Schema.Struct({
@@ -84,6 +86,7 @@ export const AdoptResponse = Schema.Struct({
 })
 /** The adopt response. */
 export type AdoptResponse = typeof AdoptResponse.Type
+export declare namespace AdoptResponse {}
 
 /** The adopt response of a stored template. */
 export const adoptedResponse = (record: TemplateRecord, alreadyExisted: boolean): AdoptResponse => ({
@@ -111,3 +114,4 @@ export const SendTemplateRequest = Schema.Struct({
 })
 /** Body of `POST /chatapp-templates/{template_id}/send`. */
 export type SendTemplateRequest = typeof SendTemplateRequest.Type
+export declare namespace SendTemplateRequest {}

@@ -11,6 +11,7 @@ export const Placeholder = Schema.Struct({
 })
 /** One value a send must supply. */
 export type Placeholder = typeof Placeholder.Type
+export declare namespace Placeholder {}
 
 type Components = ReadonlyArray<Readonly<Record<string, unknown>>>
 

@@ -34,6 +34,7 @@ export const CreateTenantRequest = Schema.Struct({
 })
 /** Body of `POST /tenants`. */
 export type CreateTenantRequest = typeof CreateTenantRequest.Type
+export declare namespace CreateTenantRequest {}
 
 /** A tenant as the API returns it: the spec's fields plus the stored workspace defaults. */
 export const Tenant = Schema.Struct({
@@ -56,6 +57,7 @@ export const Tenant = Schema.Struct({
 })
 /** A tenant as the API returns it. */
 export type Tenant = typeof Tenant.Type
+export declare namespace Tenant {}
 
 /** Response of `GET /tenants`: one page of the tenants the caller may act in, oldest first. */
 export const TenantList = Schema.Struct({

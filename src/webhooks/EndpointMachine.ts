@@ -10,6 +10,7 @@ export { EndpointState } from "../ports/WebhookEndpointStore.ts"
 export const EndpointStatus = Schema.Literals(["active", "inactive", "suspended", "permanently_deactivated"])
 /** An endpoint's state in the spec's table. */
 export type EndpointStatus = typeof EndpointStatus.Type
+export declare namespace EndpointStatus {}
 
 /** What can happen to an endpoint's health. */
 export type EndpointEvent =

@@ -79,6 +79,7 @@ export const CreateWebhookEndpointRequest = Schema.Struct({
 })
 /** Body of `POST /webhook-endpoints`. */
 export type CreateWebhookEndpointRequest = typeof CreateWebhookEndpointRequest.Type
+export declare namespace CreateWebhookEndpointRequest {}
 
 /**
  * Body of `PATCH /webhook-endpoints/{id}`: only the fields sent change; `subscribed_events`
@@ -93,6 +94,7 @@ export const UpdateWebhookEndpointRequest = Schema.Struct({
 })
 /** Body of `PATCH /webhook-endpoints/{id}`. */
 export type UpdateWebhookEndpointRequest = typeof UpdateWebhookEndpointRequest.Type
+export declare namespace UpdateWebhookEndpointRequest {}
 
 /** A webhook endpoint as the API returns it: never its secret nor its authorization header value. */
 export const WebhookEndpoint = Schema.Struct({
@@ -124,6 +126,7 @@ export const WebhookEndpoint = Schema.Struct({
 })
 /** A webhook endpoint as the API returns it. */
 export type WebhookEndpoint = typeof WebhookEndpoint.Type
+export declare namespace WebhookEndpoint {}
 
 /** The creation response: `webhook_id` (not `id`), the secret shown this once, and a reminder. */
 export const WebhookCreated = Schema.Struct({

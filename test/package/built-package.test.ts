@@ -218,12 +218,76 @@ describe("the built package, imported by name", () => {
     expect(declared).not.toMatch(/dist\//)
   }, 120_000)
 
+  it("declares every value each entry and namespace exports at runtime, by a name an application's declarations can use", async () => {
+    // The runtime exports, walked from the built files: an entry's names, and those of every namespace
+    // object within (`Campaigns`, `Webhooks.DeliveryMachine`, …: esbuild's are plain objects of getters).
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { exports: Record<string, unknown> }
+    const specifiers = Object.keys(pkg.exports).map((name) => (name === "." ? "omnichannel-core" : `omnichannel-core/${name.slice(2)}`))
+    writeFileSync(join(app, "walk.mjs"), `
+      const isNamespace = (v) => v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype &&
+        Object.keys(v).length > 0 && Object.values(Object.getOwnPropertyDescriptors(v)).every((d) => d.get !== undefined)
+      const walk = (path, value) => Object.keys(value).flatMap((key) =>
+        [[...path, key], ...(isNamespace(value[key]) ? walk([...path, key], value[key]) : [])])
+      const found = {}
+      for (const specifier of ${JSON.stringify(specifiers)}) found[specifier] = walk([], await import(specifier))
+      console.log(JSON.stringify(found))
+    `)
+    const { stdout } = await run(process.execPath, ["walk.mjs"], { cwd: app })
+    const found = JSON.parse(stdout) as Record<string, ReadonlyArray<ReadonlyArray<string>>>
+    expect(found["omnichannel-core"]).toContainEqual(["Campaigns", "Campaign"])
+    expect(found["omnichannel-core"]).toContainEqual(["Webhooks", "DeliveryMachine", "make"])
+    // One exported const per runtime value: a missing declaration fails with TS2339, and a declared
+    // type the application's own declarations cannot name with TS4023/TS2742.
+    const imports: Array<string> = []
+    const consts: Array<string> = []
+    const references: Array<string> = []
+    Object.entries(found).forEach(([specifier, paths], entry) => {
+      imports.push(`import * as E${entry} from ${JSON.stringify(specifier)}`)
+      for (const path of paths) {
+        references.push(`${specifier} ${path.join(".")}`)
+        consts.push(`export const v${consts.length} = E${entry}.${path.join(".")}`)
+      }
+    })
+    writeFileSync(join(app, "runtime-exports.ts"), [...imports, ...consts].join("\n"))
+    writeFileSync(join(app, "tsconfig.runtime-exports.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "es2023",
+        declaration: true,
+        emitDeclarationOnly: true,
+        outDir: "runtime-exports",
+        skipLibCheck: true,
+        types: ["node"]
+      },
+      files: ["runtime-exports.ts"]
+    }))
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
+    const output = await run(process.execPath, [tsc, "-p", "tsconfig.runtime-exports.json"], { cwd: app }).then(
+      () => "",
+      (error: { stdout: string }) => error.stdout
+    )
+    // Each error names the export it is about, e.g. "omnichannel-core Campaigns.Campaign: TS2339 …".
+    const failures = output.split("\n").flatMap((line) => {
+      const match = /^runtime-exports\.ts\((\d+),\d+\): error (.*)$/.exec(line)
+      if (match === null) return []
+      const reference = references[Number(match[1]) - 1 - imports.length] ?? "runtime-exports.ts"
+      return [`${reference}: ${match[2]}`]
+    })
+    expect(failures).toEqual([])
+    expect(output).toBe("")
+  }, 120_000)
+
   it("type-checks an application against the published declarations", async () => {
     writeFileSync(join(app, "app.ts"), `
       import { Effect } from "effect"
       import { Auth, make, type Omnichannel, StorageError, type Workers } from "omnichannel-core"
-      import { layer, openSqlite } from "omnichannel-core/kysely"
+      import { type ContactsTable, type Database, layer, openSqlite } from "omnichannel-core/kysely"
       import { serve } from "omnichannel-core/node"
+      // The stored rows, by name: an application's own queries over the package's tables.
+      export const contactName = (row: ContactsTable): string | null => row.name
+      export const tables: ReadonlyArray<keyof Database> = ["contacts", "webhook_deliveries"]
       export const start = async (): Promise<Omnichannel> => {
         const core = await make({ storage: layer(openSqlite(":memory:"), "sqlite") })
         const key: string = await core.run(Effect.map(Effect.flatMap(Auth.Operator, (o) => o.bootstrap({})), (b) => b.api_key))
