@@ -57,6 +57,8 @@ interface World {
   readonly ownerWebhookId: string
   readonly strangerWebhookId: string
   readonly disposableWebhookIds: ReadonlyArray<string>
+  /** Contacts a DELETE may erase: the owner's contact stays for the other routes. */
+  readonly disposableContactIds: ReadonlyArray<string>
   readonly userWithoutAccountToken: string
 }
 
@@ -86,6 +88,8 @@ beforeAll(async () => {
     ownerWebhookId: await webhookOf(owner.api_key),
     strangerWebhookId: await webhookOf(stranger.api_key),
     disposableWebhookIds: [await webhookOf(owner.api_key), await webhookOf(owner.api_key), await webhookOf(owner.api_key)],
+    disposableContactIds: await Promise.all([1, 2, 3].map(async (n) =>
+      (await test.call("POST", "/contacts", { token: owner.api_key, body: { name: `Disposable ${n}` } })).body.id as string)),
     userWithoutAccountToken: newUser.user_token
   }
 })
@@ -237,7 +241,7 @@ const tenantHeader = (world: World) => fc.oneof(
  * endpoint the other routes aim at survives the run and their success path stays reachable.
  */
 const ownId = (world: World, method: string, param: string): fc.Arbitrary<string> => {
-  if (param !== "webhook_id") return fc.constant(world.ownerContactId)
+  if (param !== "webhook_id") return method === "DELETE" ? fc.constantFrom(...world.disposableContactIds) : fc.constant(world.ownerContactId)
   return method === "DELETE" ? fc.constantFrom(...world.disposableWebhookIds) : fc.constant(world.ownerWebhookId)
 }
 
@@ -255,7 +259,13 @@ const pathParam = (world: World, method: string, param: string) => fc.oneof(
     weight: 4,
     arbitrary: fc.oneof(
       ownId(world, method, param),
-      fc.constantFrom(world.ownerContactId, world.strangerContactId, world.strangerWebhookId, ...world.disposableWebhookIds)
+      // A DELETE never names the owner's contact, which the other routes' well-formed requests use.
+      fc.constantFrom(
+        ...(method === "DELETE" ? world.disposableContactIds : [world.ownerContactId]),
+        world.strangerContactId,
+        world.strangerWebhookId,
+        ...world.disposableWebhookIds
+      )
     )
   },
   fc.uuid(),
