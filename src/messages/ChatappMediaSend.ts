@@ -21,7 +21,7 @@ import {
   mediaTypeFor
 } from "./ChatappMediaRules.ts"
 import { type Message, toMessage } from "./Message.ts"
-import { type OutboundLifecycle, pendingMessage } from "./OutboundLifecycle.ts"
+import { type OutboundLifecycle, pendingMessage, settleOperatorAnswer } from "./OutboundLifecycle.ts"
 
 /** What sending files needs. */
 export interface MediaSendDeps {
@@ -159,21 +159,8 @@ export const makeMediaSend = (deps: MediaSendDeps) => {
           Effect.flatMap(({ id }) => platform.sendMessage(credentials, to, mediaMessageOf(plan.kind, id, caption, file.filename)))
         )
       )
-      const at = yield* now
-      if (answered._tag === "Failure") {
-        const error = answered.failure
-        yield* lifecycle.settle(pending.tenant_id, [{
-          _tag: "failed",
-          message: pending,
-          at,
-          error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
-        }])
-        return yield* operatorFailure(error, pending.id)
-      }
-      const [settled] = yield* transactor.withTransaction(
-        lifecycle.settle(pending.tenant_id, [{ _tag: "sent", message: pending, externalId: answered.success.messageId, at }])
-      )
-      sent.push(settled!.wire ?? toMessage(settled!.record, []))
+      const settled = yield* settleOperatorAnswer(lifecycle, transactor, pending, answered)
+      sent.push(settled.wire ?? toMessage(settled.record, []))
     }
     return sent
   })

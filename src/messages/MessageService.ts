@@ -29,7 +29,7 @@ import {
 import { CHATAPP_SEND_MEDIA_TYPES, isChatappSendMediaType, MAX_CHATAPP_FILES_PER_SEND } from "./ChatappMediaRules.ts"
 import { makeMediaSend } from "./ChatappMediaSend.ts"
 import { makeChatappInbound } from "./ChatappInbound.ts"
-import { makeOutboundLifecycle, type OutboundLifecycle, pendingMessage } from "./OutboundLifecycle.ts"
+import { makeOutboundLifecycle, type OutboundLifecycle, pendingMessage, settleOperatorAnswer } from "./OutboundLifecycle.ts"
 import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Message ${id} not found` })
@@ -195,21 +195,8 @@ export class MessageService extends Context.Service<MessageService, {
         const pending = pendingMessage(input, yield* newId, yield* now)
         yield* messages.insert(pending)
         const sent = yield* Effect.result(platform.sendMessage(input.credentials, input.to.replace(/^\+/, ""), input.operatorMessage))
-        const at = yield* now
-        if (sent._tag === "Failure") {
-          const error = sent.failure
-          yield* lifecycle.settle(pending.tenant_id, [{
-            _tag: "failed",
-            message: pending,
-            at,
-            error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
-          }])
-          return yield* operatorFailure(error, pending.id)
-        }
-        const [settled] = yield* transactor.withTransaction(
-          lifecycle.settle(pending.tenant_id, [{ _tag: "sent", message: pending, externalId: sent.success.messageId, at }])
-        )
-        return settled!.wire ?? toMessage(settled!.record, [])
+        const settled = yield* settleOperatorAnswer(lifecycle, transactor, pending, sent)
+        return settled.wire ?? toMessage(settled.record, [])
       })
 
       const mediaSend = makeMediaSend({ messages, transactor, attachments, platform, lifecycle })

@@ -1,11 +1,15 @@
-import { Effect } from "effect"
+import { Effect, type Result } from "effect"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { groupBy } from "../kernel/Grouping.ts"
+import { operatorFailure } from "../kernel/OperatorFailure.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
+import { now } from "../kernel/Timestamp.ts"
+import type { ChatappSent, ChatPlatformError } from "../ports/ChatPlatform.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type { MessageError, MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
+import type { Transactor } from "../ports/Transactor.ts"
 import type { Message } from "./Message.ts"
 import { applyStatus } from "./MessageStatusMachine.ts"
 
@@ -157,3 +161,31 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
 
 /** The outbound lifecycle's operations. */
 export type OutboundLifecycle = ReturnType<typeof makeOutboundLifecycle>
+
+/**
+ * Settles `pending` by the operator's answer to its send: `sent` with the operator's id (in one
+ * transaction), or `failed` with the operator's error, then failing with the answer the API gives
+ * for that refusal.
+ */
+export const settleOperatorAnswer = Effect.fnUntraced(function*(
+  lifecycle: OutboundLifecycle,
+  transactor: Transactor["Service"],
+  pending: MessageRecord,
+  answered: Result.Result<ChatappSent, ChatPlatformError>
+) {
+  const at = yield* now
+  if (answered._tag === "Failure") {
+    const error = answered.failure
+    yield* lifecycle.settle(pending.tenant_id, [{
+      _tag: "failed",
+      message: pending,
+      at,
+      error: { code: error.code, title: error.userTitle, message: error.userMessage ?? error.message, details: null }
+    }])
+    return yield* operatorFailure(error, pending.id)
+  }
+  const [settled] = yield* transactor.withTransaction(
+    lifecycle.settle(pending.tenant_id, [{ _tag: "sent", message: pending, externalId: answered.success.messageId, at }])
+  )
+  return settled!
+})
