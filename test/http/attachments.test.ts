@@ -2,14 +2,14 @@ import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { busboyMultipart } from "../../adapters/node/BusboyMultipart.ts"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
-import { testDatabases } from "../support/Databases.ts"
+import { serviceDatabases } from "../support/Databases.ts"
 import { rawEmail } from "../support/EmailHost.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
 const DAY_MS = 86_400_000
 const PDF = new TextEncoder().encode("%PDF-1.4 a price list".padEnd(3_000, "x"))
 
-describe.each(testDatabases)("deleting attachments on $name", (database) => {
+describe.each(serviceDatabases)("deleting attachments on $name", (database) => {
   let test: TestApp
   beforeAll(async () => {
     test = await startTestApp(await database.open(), { multipart: busboyMultipart })

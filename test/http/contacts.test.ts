@@ -1,14 +1,14 @@
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
-import { testDatabases } from "../support/Databases.ts"
+import { serviceDatabases } from "../support/Databases.ts"
 import { rawEmail } from "../support/EmailHost.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { outboxEvents } from "./OutboxEvents.ts"
 
 type Contact = { readonly id: string } & Record<string, unknown>
 
-describe.each(testDatabases)("contacts on $name", (database) => {
+describe.each(serviceDatabases)("contacts on $name", (database) => {
   let test: TestApp
   beforeAll(async () => {
     test = await startTestApp(await database.open())

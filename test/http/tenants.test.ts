@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { testDatabases } from "../support/Databases.ts"
+import { serviceDatabases } from "../support/Databases.ts"
 import { seededRandom } from "../support/Random.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
@@ -17,7 +17,7 @@ const tag = (): string => {
   return t
 }
 
-describe.each(testDatabases)("POST /tenants on $name", (database) => {
+describe.each(serviceDatabases)("POST /tenants on $name", (database) => {
   let test: TestApp
   beforeAll(async () => {
     test = await startTestApp(await database.open())
@@ -265,7 +265,7 @@ describe.each(testDatabases)("POST /tenants on $name", (database) => {
   })
 })
 
-describe.each(testDatabases)("GET /tenants and GET /tenants/{id} on $name", (database) => {
+describe.each(serviceDatabases)("GET /tenants and GET /tenants/{id} on $name", (database) => {
   let test: TestApp
   beforeAll(async () => {
     test = await startTestApp(await database.open())

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Scope } from "../../src/kernel/Scope.ts"
 import { type WebhookEndpointRecord, WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { SUBSCRIBABLE_EVENT_TYPES } from "../../src/webhooks/EventTypes.ts"
-import { testDatabases } from "../support/Databases.ts"
+import { serviceDatabases } from "../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -21,7 +21,7 @@ const endpointBody = (fields: Record<string, unknown> = {}) => ({
 
 const coded = (code: string, message: unknown = expect.any(String)) => ({ detail: { code, message } })
 
-describe.each(testDatabases)("webhook endpoints on $name", (database) => {
+describe.each(serviceDatabases)("webhook endpoints on $name", (database) => {
   let test: TestApp
   beforeAll(async () => {
     test = await startTestApp(await database.open())

@@ -106,3 +106,13 @@ export const testDatabases: ReadonlyArray<{ readonly name: string; readonly open
     }
   }])
 ]
+
+/**
+ * The databases a service or HTTP test in the shared unit worker runs on: in-memory SQLite, and
+ * PostgreSQL — the real server when `PG_URL` is set, else PGlite. The storage project tests every
+ * kind; PGlite instances made and freed over and over in one long-lived process trip a V8 bug in
+ * WebAssembly code bookkeeping (`Check failed: jit_page_->allocations_.erase(addr) == 1`), so the
+ * shared worker makes none when a real server is there.
+ */
+export const serviceDatabases = testDatabases.filter((database) =>
+  database.name === "sqlite-memory" || database.name === (PG_URL === undefined ? "pglite" : "postgres"))

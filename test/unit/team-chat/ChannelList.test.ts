@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NOT_BOUND } from "../../../src/team-chat/TeamChatRules.ts"
-import { testDatabases } from "../../support/Databases.ts"
+import { serviceDatabases } from "../../support/Databases.ts"
 import { bootstrap, startTestApp, type TestApp } from "../../support/TestApp.ts"
 
 // GET /team-chat/channels through the in-process app: the caller's channels and direct messages (those
@@ -15,7 +15,7 @@ interface Person {
   readonly key: string
 }
 
-describe.each(testDatabases)("GET /team-chat/channels on $name", (database) => {
+describe.each(serviceDatabases)("GET /team-chat/channels on $name", (database) => {
   let test: TestApp
   let ownerKey: string
   let alice: Person
