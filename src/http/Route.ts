@@ -10,7 +10,7 @@ export type WireSchema<T> = Schema.Codec<T, unknown, never, never>
 
 /**
  * Who may call a route: an API key holding any one of `scopes`, a user token, or either of them
- * (`api_key_or_user`: any API key, whatever its scopes, its `X-Tenant-ID` checked as always).
+ * (`api_key_or_user`: an API key whatever its scopes, its `X-Tenant-ID` checked as always).
  */
 export type AuthRequirement =
   | { readonly kind: "api_key"; readonly scopes: ReadonlyArray<Scope> }

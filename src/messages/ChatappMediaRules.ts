@@ -20,7 +20,7 @@ const MB = 1024 * 1024
 
 /** One media type's limits. */
 export interface ChatappMediaRule {
-  /** The file types taken (`null`: any). */
+  /** The file types taken (`null`: every type). */
   readonly types: ReadonlyArray<string> | null
   /** Their names, for a refusal. */
   readonly typeNames: string

@@ -35,6 +35,32 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(app, { recursive: true, force: true }))
 
+/**
+ * Compiles the application's `<name>.ts` with `declaration: true` into `<name>/`, as an application
+ * publishing its own declarations does; resolves to tsc's errors ("" when none).
+ */
+const compileDeclarations = async (name: string): Promise<string> => {
+  writeFileSync(join(app, `tsconfig.${name}.json`), JSON.stringify({
+    compilerOptions: {
+      strict: true,
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      target: "es2023",
+      declaration: true,
+      emitDeclarationOnly: true,
+      outDir: name,
+      skipLibCheck: true,
+      types: ["node"]
+    },
+    files: [`${name}.ts`]
+  }))
+  const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
+  return run(process.execPath, [tsc, "-p", `tsconfig.${name}.json`], { cwd: app }).then(
+    () => "",
+    (error: { stdout: string }) => error.stdout
+  )
+}
+
 describe("the built package, imported by name", () => {
   it("lists a built file for every export", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
@@ -192,25 +218,7 @@ describe("the built package, imported by name", () => {
       export const connect = Effect.flatMap(Auth.Operator, (operator) => operator.createChannel({ tenantId: "t", type: "chatapp", inputs: {} }))
       export const start = () => make({ storage: layer(openSqlite(":memory:"), "sqlite") })
     `)
-    writeFileSync(join(app, "tsconfig.declared.json"), JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        module: "nodenext",
-        moduleResolution: "nodenext",
-        target: "es2023",
-        declaration: true,
-        emitDeclarationOnly: true,
-        outDir: "declared",
-        skipLibCheck: true,
-        types: ["node"]
-      },
-      files: ["declared.ts"]
-    }))
-    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
-    const result = await run(process.execPath, [tsc, "-p", "tsconfig.declared.json"], { cwd: app }).then(
-      () => "",
-      (error: { stdout: string }) => error.stdout
-    )
+    const result = await compileDeclarations("declared")
     // TS2742/TS2883/TS4023: a type reachable only inside the bundle ("cannot be named … not portable").
     expect(result).toBe("")
     const declared = readFileSync(join(app, "declared", "declared.d.ts"), "utf8")
@@ -249,25 +257,7 @@ describe("the built package, imported by name", () => {
       }
     })
     writeFileSync(join(app, "runtime-exports.ts"), [...imports, ...consts].join("\n"))
-    writeFileSync(join(app, "tsconfig.runtime-exports.json"), JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        module: "nodenext",
-        moduleResolution: "nodenext",
-        target: "es2023",
-        declaration: true,
-        emitDeclarationOnly: true,
-        outDir: "runtime-exports",
-        skipLibCheck: true,
-        types: ["node"]
-      },
-      files: ["runtime-exports.ts"]
-    }))
-    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
-    const output = await run(process.execPath, [tsc, "-p", "tsconfig.runtime-exports.json"], { cwd: app }).then(
-      () => "",
-      (error: { stdout: string }) => error.stdout
-    )
+    const output = await compileDeclarations("runtime-exports")
     // Each error names the export it is about, e.g. "omnichannel-core Campaigns.Campaign: TS2339 …".
     const failures = output.split("\n").flatMap((line) => {
       const match = /^runtime-exports\.ts\((\d+),\d+\): error (.*)$/.exec(line)
