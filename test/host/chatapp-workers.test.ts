@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto"
+import Database from "better-sqlite3"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DatabaseReader, openDatabaseReader } from "../support/DatabaseReader.ts"
@@ -282,8 +283,10 @@ interface PayloadRow {
   readonly attempts: number
 }
 
+const PAYLOAD_ROWS = "SELECT id, status, holder, attempts FROM inbound_payloads"
+
 const payloadRows = async (db: DatabaseReader): Promise<Array<PayloadRow>> =>
-  (await db.all("SELECT id, status, holder, attempts FROM inbound_payloads")).map((row) => ({ ...row, attempts: Number(row.attempts) }) as PayloadRow)
+  (await db.all(PAYLOAD_ROWS)).map((row) => ({ ...row, attempts: Number(row.attempts) }) as PayloadRow)
 
 /** The backlog's payloads (those not in `before`) by state; `held`: pending ones a claim holds. */
 const backlogState = (rows: ReadonlyArray<PayloadRow>, before: ReadonlySet<string>) => {
@@ -531,9 +534,25 @@ describe.each(hostBackends)("inbound processing across crashes and processes ($n
           await hold.release()
         }
       } else {
-        // SQLite shows nothing of a transaction before it commits: the edge is killed once the next claim is taken.
-        await waitUntil("the edge holds its next claim", async () => (await progress()).held.length > 0)
-        await edge.kill()
+        // SQLite shows nothing of a transaction before it commits. The test takes the database's write
+        // lock once the edge holds a claim; if the claim is still held under the lock, the edge's
+        // batch cannot commit and it is killed waiting; if the batch committed first, the next claim.
+        const writer = new Database(env.DATABASE_URL!.slice("file:".length), { fileMustExist: true, timeout: 10_000 })
+        try {
+          await waitUntil("the edge is killed while it holds a claim", async () => {
+            if ((await progress()).held.length === 0) return false
+            writer.exec("BEGIN IMMEDIATE")
+            try {
+              if (backlogState(writer.prepare(PAYLOAD_ROWS).all() as Array<PayloadRow>, before).held.length === 0) return false
+              await edge.kill()
+              return true
+            } finally {
+              writer.exec("ROLLBACK")
+            }
+          }, 60_000)
+        } finally {
+          writer.close()
+        }
       }
       expect(await draining).toBe("killed")
       // Not vacuous: the kill left payloads to do, a claim among them (checked last, after what was stored).
