@@ -4,6 +4,7 @@
  */
 export { make, type Omnichannel, type OmnichannelOptions, routes, servicesLayer, type Services, VERSION, type WorkerOptions, type Workers } from "./app/Omnichannel.ts"
 export type { ApiHandler, ApiHandlerOptions } from "./http/ApiHandler.ts"
+export type { DirectAnswer, DirectRoute } from "./kernel/DirectRoute.ts"
 export * as ApiErrors from "./kernel/ApiError.ts"
 export * as Scopes from "./kernel/Scope.ts"
 export * as Background from "./kernel/BackgroundWork.ts"

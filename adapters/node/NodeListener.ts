@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
 import { Readable } from "node:stream"
+import type { DirectAnswer, DirectRoute } from "../../src/kernel/DirectRoute.ts"
 
 /** A web-standard handler, such as the one `make` returns. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -298,14 +299,61 @@ const answerFailure = (res: ServerResponse, status = 500, code = "internal_error
 }
 
 /**
+ * The direct route `req` takes (see `DirectRoute`): its method and path match, and it declares a
+ * body of at most the route's bytes; anything else goes to the handler.
+ */
+const directRouteFor = (routes: ReadonlyArray<DirectRoute>, req: IncomingMessage): DirectRoute | undefined => {
+  if (routes.length === 0) return undefined
+  const url = req.url ?? ""
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  const route = routes.find((r) => r.path === path && r.method === req.method)
+  const declared = req.headers["content-length"]
+  return route !== undefined && declared !== undefined && /^\d{1,15}$/.test(declared) && Number(declared) <= route.maxBytes ? route : undefined
+}
+
+const headerOf = (req: IncomingMessage) => (name: string): string | undefined => {
+  const value = req.headers[name]
+  return Array.isArray(value) ? value.join(", ") : value
+}
+
+/** Writes `answer` whole: status, headers and body in one call. */
+const writeDirectAnswer = (res: ServerResponse, answer: DirectAnswer) => {
+  if (res.destroyed) return
+  res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) })
+  res.end(answer.body)
+}
+
+/**
+ * Serves `req` by a direct route: the declared body read whole (Node's parser holds the client to
+ * its `Content-Length`), then the route's answer; a request that breaks off is not answered.
+ */
+const serveDirect = (req: IncomingMessage, res: ServerResponse, route: DirectRoute) => {
+  if (continuePending.delete(res)) res.writeContinue()
+  const chunks: Array<Buffer> = []
+  let size = 0
+  req.on("data", (chunk: Buffer) => {
+    chunks.push(chunk)
+    size += chunk.byteLength
+  })
+  req.once("end", () => {
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+    route.handle(body, headerOf(req)).then((answer) => writeDirectAnswer(res, answer), () => answerFailure(res))
+  })
+}
+
+/**
  * A Node `request` listener serving `handler`. Whatever happens in a request stays in it: a handler
  * that throws or rejects is answered 500, a request target that is no URL 400, and the request
  * body is read only as the handler pulls it (see `answerUnreadBody` for what is left unread).
+ * A request a `direct` route takes never becomes a web `Request` (see `DirectRoute`).
  */
-export const toNodeListener = (handler: FetchHandler, origin = "http://localhost") =>
+export const toNodeListener = (handler: FetchHandler, origin = "http://localhost", direct: ReadonlyArray<DirectRoute> = []) =>
 (req: IncomingMessage, res: ServerResponse): void => {
   res.on("error", ignore)
   req.on("error", ignore)
+  const route = directRouteFor(direct, req)
+  if (route !== undefined) return serveDirect(req, res, route)
   const method = req.method ?? "GET"
   const bridge = method === "GET" || method === "HEAD" ? undefined : bridgeBody(req, res)
   let request: Request
@@ -391,10 +439,18 @@ const refuseConnection = (socket: Socket) => {
  */
 export const serve = (
   handler: FetchHandler,
-  options: { readonly port: number; readonly host: string } & ServeLimits
+  options: {
+    readonly port: number
+    readonly host: string
+    /**
+     * Routes served without a web `Request` and `Response` (`Omnichannel.directRoutes`); the handler
+     * still answers every other request to their paths. None by default.
+     */
+    readonly direct?: ReadonlyArray<DirectRoute>
+  } & ServeLimits
 ): Promise<RunningServer> =>
   new Promise((resolve, reject) => {
-    const listener = toNodeListener(handler, `http://${options.host}`)
+    const listener = toNodeListener(handler, `http://${options.host}`, options.direct)
     const requestTimeout = options.requestTimeoutMs ?? 30_000
     const maxConnections = options.maxConnections ?? 1_000
     let closing = false

@@ -129,7 +129,9 @@ const main = async () => {
     port: config.port,
     host: config.host,
     requestTimeoutMs: config.requestTimeoutSeconds * 1000,
-    maxConnections: config.maxConnections
+    maxConnections: config.maxConnections,
+    // POST /webhooks/chatapp without a web Request and Response: the same answers, at the operator's rate.
+    direct: app.directRoutes
   }).catch(async (error: unknown) => {
     await release()
     throw error

@@ -39,7 +39,8 @@ import { conversationRoutes } from "../conversations/ConversationRoutes.ts"
 import { ConversationService } from "../conversations/ConversationService.ts"
 import { ChatappWebhookSettings } from "../inbound/ChatappWebhookSettings.ts"
 import { DEFAULT_INBOUND_SETTINGS, type InboundSettings, makeInboundJob } from "../inbound/InboundProcessor.ts"
-import { CHATAPP_WEBHOOK_PATH, makeInboundHandler } from "../inbound/InboundRoutes.ts"
+import type { DirectRoute } from "../kernel/DirectRoute.ts"
+import { CHATAPP_WEBHOOK_PATH, makeChatappDirectRoute, makeInboundHandler } from "../inbound/InboundRoutes.ts"
 import { InboundService } from "../inbound/InboundService.ts"
 import { ChatappHandlers } from "../kernel/ChatappEvents.ts"
 import { randomToken } from "../kernel/Secret.ts"
@@ -244,6 +245,13 @@ export interface Omnichannel {
   readonly inboundHandler: ApiHandler
   /** Attachment downloads alone (signed links below the files path). */
   readonly fileHandler: ApiHandler
+  /**
+   * Routes a server adapter may serve without a web `Request` and `Response` (`DirectRoute`):
+   * `POST /webhooks/chatapp` when tracing is off and the signer verifies on the calling thread
+   * (`nodeHmacSigner`). `handler` answers the same requests the same way; pass them to `serve`
+   * (`omnichannel-core/node`) as `direct`.
+   */
+  readonly directRoutes: ReadonlyArray<DirectRoute>
   /** Runs an Effect program against the library's services and ports (operator commands, custom use cases). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Services | StoragePorts>) => Promise<A>
   /** Runs every piece of background work that is due now, until nothing is; resolves to the units done. */
@@ -326,6 +334,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
     const connectPageHandler = await runtime.runPromise(makeConnectPageHandler)
     const inboundHandler = await runtime.runPromise(makeInboundHandler)
     const fileHandler = await runtime.runPromise(makeFileDownloadHandler)
+    const chatappDirect = await runtime.runPromise(makeChatappDirectRoute)
     await runtime.runPromise(registerMetrics)
     const refreshGauges = await runtime.runPromise(makeGaugeRefresh)
     const below = (pathname: string, path: string) => pathname === path || pathname.startsWith(`${path}/`)
@@ -341,6 +350,7 @@ export const make = async <E>(options: OmnichannelOptions<E>): Promise<Omnichann
       connectPageHandler,
       inboundHandler,
       fileHandler,
+      directRoutes: chatappDirect === undefined ? [] : [chatappDirect],
       run: (effect) => runtime.runPromise(effect),
       drainDueWork: () => runtime.runPromise(Effect.flatMap(BackgroundWork, (work) => drainDueWork(work.jobs))),
       startWorkers: (workerOptions = {}) => {

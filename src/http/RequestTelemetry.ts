@@ -25,10 +25,11 @@ export const REQUEST_ID_HEADER = "x-request-id"
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The caller's `X-Request-Id` when it is 1–128 letters, digits, `.`, `_`, `:` or `-`; a new UUID otherwise. */
-export const requestIdOf = (request: Request): string => {
-  const sent = request.headers.get(REQUEST_ID_HEADER)
-  return sent !== null && REQUEST_ID.test(sent) ? sent : newIdNow()
-}
+export const requestIdOf = (request: Request): string => requestIdFrom(request.headers.get(REQUEST_ID_HEADER))
+
+/** `requestIdOf` for the header's value as sent (null or undefined when absent). */
+export const requestIdFrom = (sent: string | null | undefined): string =>
+  sent !== null && sent !== undefined && REQUEST_ID.test(sent) ? sent : newIdNow()
 
 // A 5xx answer, carried out of the span as a failure so the span is marked as an error.
 class ServerErrorAnswer {
@@ -49,6 +50,24 @@ const withRequestId = (response: Response, requestId: string): Response => {
     return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
   }
 }
+
+/** The one log line of an answered request (see `LogRequests`). */
+export const logRequest = (
+  requestId: string,
+  method: string,
+  route: string | undefined,
+  status: number,
+  durationMs: number,
+  tenantId: string | undefined
+): Effect.Effect<void> =>
+  Effect.logInfo("request").pipe(Effect.annotateLogs({
+    request_id: requestId,
+    method,
+    route: route ?? null,
+    status,
+    duration_ms: Math.round(durationMs * 10) / 10,
+    tenant_id: tenantId ?? null
+  }))
 
 /**
  * Serves `request` with `handle` inside a server span named by its method and route template
@@ -78,14 +97,7 @@ export const observeRequest = <R>(
       const recorded = logRequests
         ? Effect.andThen(
           annotated,
-          Effect.logInfo("request").pipe(Effect.annotateLogs({
-            request_id: requestId,
-            method,
-            route: route ?? null,
-            status: response.status,
-            duration_ms: Math.round((wall.nowMillis() - started) * 10) / 10,
-            tenant_id: facts.tenantId ?? null
-          }))
+          logRequest(requestId, method, route, response.status, wall.nowMillis() - started, facts.tenantId)
         )
         : annotated
       return Effect.andThen(recorded, response.status >= 500 ? Effect.fail(new ServerErrorAnswer(response)) : Effect.succeed(response))

@@ -41,14 +41,29 @@ export const verifyHubSignature = (
   body: Uint8Array<ArrayBuffer>,
   signer?: HmacSigner["Service"]
 ): Effect.Effect<boolean> => {
-  if (header === null || !header.startsWith("sha256=")) return Effect.succeed(false)
-  const hex = header.slice("sha256=".length).trim()
-  if (!HEX.test(hex)) return Effect.succeed(false)
+  const mac = macOf(header)
+  if (mac === undefined) return Effect.succeed(false)
   const verifyNow = signer?.verifyNow
-  if (verifyNow !== undefined) return Effect.sync(() => verifyNow(secret, body, fromHex(hex)))
-  return Effect.promise(async () =>
-    globalThis.crypto.subtle.verify("HMAC", await keyFor(secret), fromHex(hex), body)
-  )
+  if (verifyNow !== undefined) return Effect.sync(() => verifyNow(secret, body, mac))
+  return Effect.promise(async () => globalThis.crypto.subtle.verify("HMAC", await keyFor(secret), mac, body))
+}
+
+/** `verifyHubSignature` on the calling thread, with a signer's `verifyNow`. */
+export const verifyHubSignatureNow = (
+  secret: string,
+  header: string | null,
+  body: Uint8Array,
+  verifyNow: NonNullable<HmacSigner["Service"]["verifyNow"]>
+): boolean => {
+  const mac = macOf(header)
+  return mac !== undefined && verifyNow(secret, body, mac)
+}
+
+/** The MAC an `X-Hub-Signature-256` header carries; undefined when it is missing or malformed. */
+const macOf = (header: string | null): Uint8Array<ArrayBuffer> | undefined => {
+  if (header === null || !header.startsWith("sha256=")) return undefined
+  const hex = header.slice("sha256=".length).trim()
+  return HEX.test(hex) ? fromHex(hex) : undefined
 }
 
 /** `sha256=<hex>` for `body` under `secret`: what the operator sends (tests and the benchmark sign with it). */

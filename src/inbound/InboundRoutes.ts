@@ -1,10 +1,14 @@
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import type { DirectAnswer, DirectRoute } from "../kernel/DirectRoute.ts"
 import { inMemoryResponse } from "../http/InMemoryResponse.ts"
 import { limitedBody, readLimited } from "../http/RequestBody.ts"
-import { observeRequest } from "../http/RequestTelemetry.ts"
+import { LogRequests, logRequest, observeRequest, REQUEST_ID_HEADER, requestIdFrom } from "../http/RequestTelemetry.ts"
 import { EMAIL_WEBHOOK_PREFIX } from "../email/EmailService.ts"
 import { errorBody } from "../kernel/ApiError.ts"
-import { countInboundReceived } from "../kernel/Metrics.ts"
+import { countInboundAnswered, countInboundReceived } from "../kernel/Metrics.ts"
+import { StorageError } from "../kernel/StorageError.ts"
+import { tracingOn } from "../kernel/TraceContext.ts"
+import { WallClock } from "../kernel/WallClock.ts"
 import { InboundService } from "./InboundService.ts"
 
 /** Largest received email the inbound route takes: 20 MB of files grow by a third in base64, plus bodies. */
@@ -16,11 +20,25 @@ export const CHATAPP_WEBHOOK_PATH = "/webhooks/chatapp"
 /** Largest operator payload accepted; real ones are a few kilobytes, batches well under this. */
 export const MAX_CHATAPP_PAYLOAD_BYTES = 3 * 1024 * 1024
 
+// The chat-app route's answers, as text for a direct route and as responses for the handler.
+const RECEIVED: DirectAnswer = { status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify({ received: true }) }
+const INVALID_SIGNATURE: DirectAnswer = {
+  status: 401,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(errorBody("invalid_signature", "Invalid signature"))
+}
+const UNAVAILABLE_ANSWER: DirectAnswer = {
+  status: 503,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(errorBody("temporarily_unavailable", "Temporarily unavailable; retry"))
+}
+const responseOf = (answer: DirectAnswer) => inMemoryResponse(answer.status, answer.body, answer.headers)
+
 const text = (status: number, body: string) => inMemoryResponse(status, body, { "content-type": "text/plain; charset=utf-8" })
 const json = (status: number, body: unknown) => inMemoryResponse(status, JSON.stringify(body), { "content-type": "application/json" })
 // A failure in the API's one error body, `{"detail": {"code", "message"}}`.
 const failure = (status: number, code: string, message: string) => json(status, errorBody(code, message))
-const UNAVAILABLE = () => failure(503, "temporarily_unavailable", "Temporarily unavailable; retry")
+const UNAVAILABLE = () => responseOf(UNAVAILABLE_ANSWER)
 
 /**
  * The handler of `GET` and `POST /webhooks/chatapp` and `POST /webhooks/email/{id}` (outside
@@ -87,7 +105,7 @@ export const makeInboundHandler = Effect.gen(function*() {
           request.headers.get("content-type")
         )
       ),
-      Effect.map((outcome) => outcome.stored ? json(200, { received: true }) : failure(401, "invalid_signature", "Invalid signature")),
+      Effect.map((outcome) => responseOf(outcome.stored ? RECEIVED : INVALID_SIGNATURE)),
       Effect.catchTags({
         PayloadTooLarge: () => Effect.succeed(failure(413, "payload_too_large", "Payload too large")),
         BadRequest: (error) => Effect.succeed(failure(400, "bad_request", error.message)),
@@ -109,5 +127,44 @@ export const makeInboundHandler = Effect.gen(function*() {
   return (request: Request): Promise<Response> => {
     const url = new URL(request.url)
     return runWith(observeRequest(request, routeOf(url.pathname), () => handle(request, url)))
+  }
+})
+
+/**
+ * `POST /webhooks/chatapp` as a direct route (`DirectRoute`): the same answers, metrics and request
+ * log line as the handler, without a web `Request`, `Response` or a fiber per request. Not offered
+ * (undefined) with tracing on, where the handler's server span is wanted, or when the signer cannot
+ * verify on the calling thread.
+ */
+export const makeChatappDirectRoute: Effect.Effect<DirectRoute | undefined, never, InboundService> = Effect.gen(function*() {
+  const receiveNow = (yield* InboundService).receiveChatappNow
+  if (receiveNow === undefined || (yield* tracingOn)) return undefined
+  const clock = yield* Clock.Clock
+  const wall = yield* WallClock
+  const logRequests = yield* LogRequests
+  const runSync = Effect.runSyncWith(yield* Effect.context<never>())
+  const answered = (answer: DirectAnswer, requestId: string, started: number): DirectAnswer => {
+    runSync(Effect.andThen(
+      countInboundAnswered("chatapp", answer.status),
+      logRequests ? logRequest(requestId, "POST", CHATAPP_WEBHOOK_PATH, answer.status, wall.nowMillis() - started, undefined) : Effect.void
+    ))
+    return { ...answer, headers: { ...answer.headers, [REQUEST_ID_HEADER]: requestId } }
+  }
+  return {
+    method: "POST",
+    path: CHATAPP_WEBHOOK_PATH,
+    maxBytes: MAX_CHATAPP_PAYLOAD_BYTES,
+    handle: async (body, header) => {
+      const started = wall.nowMillis()
+      const requestId = requestIdFrom(header(REQUEST_ID_HEADER))
+      try {
+        const outcome = await receiveNow(body, header("x-hub-signature-256") ?? null, header("content-type") ?? null, clock.currentTimeMillisUnsafe())
+        return answered(outcome.stored ? RECEIVED : INVALID_SIGNATURE, requestId, started)
+      } catch (error) {
+        // The operator retries what was not answered 2xx: a brief storage failure loses nothing.
+        if (error instanceof StorageError) return answered(UNAVAILABLE_ANSWER, requestId, started)
+        throw error
+      }
+    }
   }
 })

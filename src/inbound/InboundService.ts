@@ -1,18 +1,18 @@
-import { Context, Effect, type Exit, Layer, Option } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import type { LimitedBody, PayloadTooLarge } from "../http/RequestBody.ts"
 import { BadRequest } from "../kernel/ApiError.ts"
-import { newTimeOrderedId } from "../kernel/Id.ts"
+import { newTimeOrderedId, timeOrderedIdAt } from "../kernel/Id.ts"
 import { constantTimeEqual } from "../kernel/Secret.ts"
 import { InboundSignal } from "../kernel/WorkSignal.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
-import { now } from "../kernel/Timestamp.ts"
+import { fromMillis, now } from "../kernel/Timestamp.ts"
 import { currentTraceparent } from "../kernel/TraceContext.ts"
 import { EmailService } from "../email/EmailService.ts"
 import { BlobStore, type BlobStoreError } from "../ports/BlobStore.ts"
 import { HmacSigner } from "../ports/HmacSigner.ts"
 import { InboundStore, type PayloadToStore } from "../ports/InboundStore.ts"
 import { ChatappWebhookSettings } from "./ChatappWebhookSettings.ts"
-import { verifyHubSignature } from "./HubSignature.ts"
+import { verifyHubSignature, verifyHubSignatureNow } from "./HubSignature.ts"
 import { receivedEmailKey } from "./ReceivedEmailBlobs.ts"
 
 /** Most payloads one gathered write stores. */
@@ -61,15 +61,46 @@ const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Eff
       }
     })
   }
-  return (row: PayloadToStore): Effect.Effect<void, StorageError> =>
-    Effect.callback<void, StorageError>((resume) => {
-      waiting.push({ row, resume })
-      if (!writing) {
-        writing = true
-        afterThisTurn(writeNext)
-      }
-    })
+  /** Queues `row` for the next write; `resume` is called once with that write's outcome. */
+  const push = (row: PayloadToStore, resume: (exit: Exit.Exit<void, StorageError>) => void): void => {
+    waiting.push({ row, resume })
+    if (!writing) {
+      writing = true
+      afterThisTurn(writeNext)
+    }
+  }
+  return {
+    push,
+    insert: (row: PayloadToStore): Effect.Effect<void, StorageError> => Effect.callback<void, StorageError>((resume) => push(row, resume))
+  }
 }
+
+/** A payload row as the edge stores it: pending, due at once. */
+const pendingRow = (
+  id: string,
+  source: "chatapp" | "email",
+  routeKey: string | null,
+  body: Uint8Array,
+  contentType: string | null,
+  at: string,
+  traceContext: string | null
+): PayloadToStore => ({
+  payload: {
+    id,
+    source,
+    route_key: routeKey,
+    body,
+    content_type: contentType,
+    received_at: at,
+    status: "pending",
+    attempts: 0,
+    next_attempt_at: at,
+    lease_until: null,
+    processed_at: null,
+    note: null
+  },
+  traceContext
+})
 
 /** How a `POST /webhooks/chatapp` ended: stored (answer 200) or refused for its signature (401). */
 export type ReceiveOutcome = { readonly stored: true; readonly id: string } | { readonly stored: false }
@@ -85,6 +116,16 @@ export class InboundService extends Context.Service<InboundService, {
     signature: string | null,
     contentType: string | null
   ) => Effect.Effect<ReceiveOutcome, StorageError>
+  /**
+   * `receiveChatapp` without the Effect runtime, for a server's direct route (`DirectRoute`): the
+   * signature checked on the calling thread, the row queued for the same gathered write, received at
+   * `atMillis` (the caller's clock) with no trace context (direct routes serve only with tracing
+   * off). Resolves once the row is committed; rejects with the `StorageError` when it was not.
+   * Undefined when the signer cannot verify on the calling thread (no `verifyNow`).
+   */
+  readonly receiveChatappNow:
+    | ((body: Uint8Array, signature: string | null, contentType: string | null, atMillis: number) => Promise<ReceiveOutcome>)
+    | undefined
   /** Whether `authorization` opens the inbound route of email integration `integrationId` (checked before a body is read). */
   readonly authenticateEmail: (integrationId: string, authorization: string | null) => Effect.Effect<boolean, StorageError>
   /**
@@ -113,7 +154,7 @@ export class InboundService extends Context.Service<InboundService, {
       const blobs = yield* BlobStore
       const signer = yield* HmacSigner
       // Payloads arriving together are stored together (see `gatherWrites`).
-      const insert = gatherWrites(store.insertMany)
+      const writes = gatherWrites(store.insertMany)
       const keep = Effect.fnUntraced(function*(
         id: string,
         source: "chatapp" | "email",
@@ -124,27 +165,28 @@ export class InboundService extends Context.Service<InboundService, {
         const at = yield* now
         // Each payload keeps the trace context of its own request, whichever write stores it.
         const trace = yield* currentTraceparent
-        yield* insert({
-          payload: {
-            id,
-            source,
-            route_key: routeKey,
-            body,
-            content_type: contentType,
-            received_at: at,
-            status: "pending",
-            attempts: 0,
-            next_attempt_at: at,
-            lease_until: null,
-            processed_at: null,
-            note: null
-          },
-          traceContext: trace ?? null
-        })
+        yield* writes.insert(pendingRow(id, source, routeKey, body, contentType, at, trace ?? null))
         // A worker of this process waiting for work starts on it now.
         signal.notify()
         return { stored: true, id } as const
       })
+      const verifyNow = signer.verifyNow
+      const receiveChatappNow = verifyNow === undefined ? undefined : (
+        body: Uint8Array,
+        signature: string | null,
+        contentType: string | null,
+        atMillis: number
+      ): Promise<ReceiveOutcome> => {
+        if (!verifyHubSignatureNow(settings.appSecret, signature, body, verifyNow)) return Promise.resolve({ stored: false })
+        const id = timeOrderedIdAt(atMillis)
+        return new Promise((resolve, reject) =>
+          writes.push(pendingRow(id, "chatapp", null, body, contentType, fromMillis(atMillis), null), (exit) => {
+            if (Exit.isFailure(exit)) return reject(Cause.squash(exit.cause))
+            signal.notify()
+            resolve({ stored: true, id })
+          })
+        )
+      }
       return InboundService.of({
         // Every operator webhook passes here: its span takes no stack trace (`Effect.fn` takes one per call).
         receiveChatapp: Effect.fnUntraced(function*(body, signature, contentType) {
@@ -172,6 +214,7 @@ export class InboundService extends Context.Service<InboundService, {
             Effect.tapError(() => remove)
           )
         }),
+        receiveChatappNow,
         handshake: (query) => {
           const token = query.get("hub.verify_token") ?? ""
           const challenge = query.get("hub.challenge")

@@ -13,10 +13,13 @@ export const newId: Effect.Effect<string> = Effect.sync(newIdNow)
  * the same pages of their key's index instead of a random page each (on SQLite that halved the cost
  * of storing an inbound payload).
  */
-export const newTimeOrderedId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (millis) => {
+export const newTimeOrderedId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (millis) => timeOrderedIdAt(millis))
+
+/** `newTimeOrderedId` for a time the caller read from its clock. */
+export const timeOrderedIdAt = (millis: number): string => {
   const time = millis.toString(16).padStart(12, "0")
   return `${time.slice(0, 8)}-${time.slice(8)}-7${newIdNow().slice(15)}`
-})
+}
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 

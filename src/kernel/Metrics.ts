@@ -203,8 +203,12 @@ const receivedOutcomeOf = (status: number): typeof RECEIVED_OUTCOMES[number] | u
     : undefined
 
 /** Counts a payload an inbound route answered with `response` (an operator webhook, a received email). */
-export const countInboundReceived = (source: InboundSourceLabel) => (response: Response): Effect.Effect<void> => {
-  const outcome = receivedOutcomeOf(response.status)
+export const countInboundReceived = (source: InboundSourceLabel) => (response: Response): Effect.Effect<void> =>
+  countInboundAnswered(source, response.status)
+
+/** Counts a payload an inbound route answered with `status`. */
+export const countInboundAnswered = (source: InboundSourceLabel, status: number): Effect.Effect<void> => {
+  const outcome = receivedOutcomeOf(status)
   return outcome === undefined ? Effect.void : Metric.update(inboundReceived({ source, outcome }), 1)
 }
 

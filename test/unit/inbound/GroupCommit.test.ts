@@ -3,6 +3,7 @@ import { Layer, Tracer } from "effect"
 import { sql } from "kysely"
 import { afterEach, describe, expect, it } from "vitest"
 import { nodeHmacSigner } from "../../../adapters/node/NodeHmacSigner.ts"
+import { serve } from "../../../adapters/node/NodeListener.ts"
 import { type TestDatabase, testDatabases } from "../../support/Databases.ts"
 import { startTestApp, type TestApp } from "../../support/TestApp.ts"
 
@@ -96,6 +97,35 @@ describe.each(databases)("operator payloads arriving together ($name)", (databas
     const stored = await storedBodies()
     for (const { body, status } of [...kept, ...failed, ...after]) expect(stored.has(body)).toBe(status === 200)
     expect(stored.size).toBe(22)
+  })
+
+  it("answers the same through the direct route a Node server serves (no web Request): 200 once stored, 503 when its write failed", async () => {
+    test = await startTestApp(await database.open(), {
+      chatappWebhook: { appSecret: APP_SECRET, verifyToken: "verify" },
+      signer: nodeHmacSigner
+    })
+    await refuseMarkedPayloads(test.database)
+    const server = await serve(() => Promise.reject(new Error("the handler is not used")), { port: 0, host: "127.0.0.1", direct: test.app.directRoutes })
+    try {
+      const postDirect = async (body: string) =>
+        (await fetch(`${server.url}/webhooks/chatapp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${createHmac("sha256", APP_SECRET).update(body).digest("hex")}` },
+          body
+        })).status
+      const bodies = [...Array.from({ length: 5 }, () => payload()), payload(true), ...Array.from({ length: 4 }, () => payload())]
+      const statuses = await Promise.all(bodies.map(postDirect))
+      const after = await postDirect(payload())
+      // Whether the refused one shared its write with others depends on when each body arrived: each
+      // answer says whether its own row was kept, and the refused one never is.
+      expect(statuses[5]).toBe(503)
+      expect(after).toBe(200)
+      const stored = await storedBodies()
+      bodies.forEach((body, i) => expect(stored.has(body), `payload ${i}`).toBe(statuses[i] === 200))
+      expect(statuses.every((status) => status === 200 || status === 503)).toBe(true)
+    } finally {
+      await server.close(0)
+    }
   })
 
   it("keeps with each payload the trace of its own request, though they were written together", async () => {
