@@ -12,13 +12,16 @@ export interface DatabaseCounters {
   readonly commits: number
   /** Rows read from each of the library's tables (`pg_stat_user_tables`: `idx_tup_fetch` + `seq_tup_read`): where the reads go. */
   readonly byTable: ReadonlyMap<string, number>
+  /** Of those, the rows sequential scans read (`seq_tup_read`): a hot query not using its index shows here. */
+  readonly sequentialByTable: ReadonlyMap<string, number>
 }
 
 export const countersBetween = (before: DatabaseCounters, after: DatabaseCounters): DatabaseCounters => ({
   fetched: after.fetched - before.fetched,
   returned: after.returned - before.returned,
   commits: after.commits - before.commits,
-  byTable: new Map([...after.byTable].map(([table, rows]) => [table, rows - (before.byTable.get(table) ?? 0)]))
+  byTable: new Map([...after.byTable].map(([table, rows]) => [table, rows - (before.byTable.get(table) ?? 0)])),
+  sequentialByTable: new Map([...after.sequentialByTable].map(([table, rows]) => [table, rows - (before.sequentialByTable.get(table) ?? 0)]))
 })
 
 /** The `count` tables `counters` read most rows from, the most first. */
@@ -55,15 +58,17 @@ export const openDatabaseCounters = async (databaseUrl: string) => {
       const { rows } = await client.query<{ fetched: string; returned: string; commits: string }>(
         "SELECT tup_fetched AS fetched, tup_returned AS returned, xact_commit AS commits FROM pg_stat_database WHERE datname = current_database()"
       )
-      const tables = await client.query<{ table: string; rows: string }>(
-        "SELECT relname AS table, coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) AS rows FROM pg_stat_user_tables"
+      const tables = await client.query<{ table: string; rows: string; sequential: string }>(
+        `SELECT relname AS table, coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) AS rows, coalesce(seq_tup_read, 0) AS sequential
+          FROM pg_stat_user_tables`
       )
       const row = rows[0]!
       return {
         fetched: Number(row.fetched),
         returned: Number(row.returned),
         commits: Number(row.commits),
-        byTable: new Map(tables.rows.map((table) => [table.table, Number(table.rows)]))
+        byTable: new Map(tables.rows.map((table) => [table.table, Number(table.rows)])),
+        sequentialByTable: new Map(tables.rows.map((table) => [table.table, Number(table.sequential)]))
       }
     },
     close: async () => {

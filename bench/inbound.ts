@@ -463,9 +463,14 @@ const processingRun = async (workload: Workload, backend: Backend, processes: nu
 /** PostgreSQL's side of a run, per item (and its CPU per message too). */
 const databaseText = (run: ProcessingRun): string => {
   const per = (value: number, digits = 1) => (value / Math.max(1, run.items)).toFixed(digits)
+  // Rows sequential scans read are named: a hot query that left its index shows here.
+  const sequentialOf = (counters: DatabaseCounters, table: string) => {
+    const rows = counters.sequentialByTable.get(table) ?? 0
+    return rows === 0 ? "" : ` (${per(rows)} by sequential scans)`
+  }
   const database = run.database!
   return `per item ${per(database.fetched)} rows fetched, ${per(database.returned)} returned, ${per(database.commits, 2)} commits ` +
-    `(rows read per item most from ${busiestTables(database, 3).map(([table, rows]) => `${table} ${per(rows)}`).join(", ")}); ` +
+    `(rows read per item most from ${busiestTables(database, 3).map(([table, rows]) => `${table} ${per(rows)}${sequentialOf(database, table)}`).join(", ")}); ` +
     `server CPU ${format.rate(run.cpu?.PostgreSQL)} µs per item, ${format.rate(run.serverPerMessage)} µs per message`
 }
 
