@@ -12,6 +12,36 @@ import { WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
 import { contactRecord, outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
 
+/**
+ * Runs `work` in a transaction over `storage` and reports what it did to `table`: its sequential and
+ * index scans, and the rows its index scans fetched. PostgreSQL's per-transaction statistics
+ * (`pg_stat_xact_user_tables`) are the backend's counts not yet reported, which may include earlier
+ * transactions': the work's reads are a difference.
+ */
+const readsOf = <A, E>(
+  connection: KyselyConnection["Service"],
+  storage: Layer.Layer<StoragePorts>,
+  table: string,
+  work: Effect.Effect<A, E, StoragePorts>
+) => {
+  const counters = Effect.map(
+    query(connection, (trx) =>
+      sql<{ seq_scan: string; idx_scan: string; idx_tup_fetch: string }>`SELECT seq_scan, idx_scan, idx_tup_fetch
+        FROM pg_stat_xact_user_tables WHERE relname = ${table}`.execute(trx)),
+    ({ rows }) => ({ seq: Number(rows[0]!.seq_scan), index: Number(rows[0]!.idx_scan), fetched: Number(rows[0]!.idx_tup_fetch) })
+  )
+  return Effect.runPromise(Effect.provide(
+    Transactor.use((transactor) =>
+      transactor.withTransaction(Effect.gen(function*() {
+        const before = yield* counters
+        const result = yield* work
+        const after = yield* counters
+        return { result, seqScans: after.seq - before.seq, indexScans: after.index - before.index, fetched: after.fetched - before.fetched }
+      }))),
+    storage
+  ))
+}
+
 // The outbox keeps every event and deliveries keep their history, so a claim that read a whole table
 // would cost more with every event ever sent. PostgreSQL's own per-transaction statistics show how
 // each claim reached its rows: through an index, never by scanning the table.
@@ -26,25 +56,8 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL claims read through indexes as
 
   const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => Effect.runPromise(Effect.provide(effect, storage))
 
-  // The connection's scan counters of `table`. They are the backend's counts not yet reported to the
-  // server's totals, which may include earlier transactions': a claim's scans are a difference.
-  const countersOf = (table: string) =>
-    Effect.map(
-      query(connection(), (trx) =>
-        sql<{ seq_scan: string; idx_scan: string }>`SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables
-          WHERE relname = ${table}`.execute(trx)),
-      ({ rows }) => ({ seq: Number(rows[0]!.seq_scan), index: Number(rows[0]!.idx_scan) })
-    )
-
   /** Runs `claim` in a transaction and reports the table scans and index scans it made on `table`. */
-  const scansOf = <A, E>(table: string, claim: Effect.Effect<A, E, StoragePorts>) =>
-    run(Transactor.use((transactor) =>
-      transactor.withTransaction(Effect.gen(function*() {
-        const before = yield* countersOf(table)
-        const result = yield* claim
-        const after = yield* countersOf(table)
-        return { result, seqScans: after.seq - before.seq, indexScans: after.index - before.index }
-      }))))
+  const scansOf = <A, E>(table: string, claim: Effect.Effect<A, E, StoragePorts>) => readsOf(connection(), storage, table, claim)
 
   beforeAll(async () => {
     const created = await createPostgresDatabase(PG_URL!)
@@ -109,22 +122,7 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
   const phoneOf = (n: number) => `+4477009${String(n).padStart(5, "0")}`
   const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => Effect.runPromise(Effect.provide(effect, storage))
 
-  /** Runs `work` in a transaction and reports its scans of `table` and the rows its index scans fetched there. */
-  const readsOf = <A, E>(table: string, work: Effect.Effect<A, E, StoragePorts>) => {
-    const counters = Effect.map(
-      query(connection(), (trx) =>
-        sql<{ seq_scan: string; idx_tup_fetch: string }>`SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables
-          WHERE relname = ${table}`.execute(trx)),
-      ({ rows }) => ({ seq: Number(rows[0]!.seq_scan), fetched: Number(rows[0]!.idx_tup_fetch) })
-    )
-    return run(Transactor.use((transactor) =>
-      transactor.withTransaction(Effect.gen(function*() {
-        const before = yield* counters
-        const result = yield* work
-        const after = yield* counters
-        return { result, seqScans: after.seq - before.seq, fetched: after.fetched - before.fetched }
-      }))))
-  }
+  const readsIn = <A, E>(table: string, work: Effect.Effect<A, E, StoragePorts>) => readsOf(connection(), storage, table, work)
 
   beforeAll(async () => {
     const created = await createPostgresDatabase(PG_URL!)
@@ -155,7 +153,7 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
 
   it("an inbound batch finds its senders by phone, reading their rows alone", async () => {
     const senders = [7, 700, 2999, 1500, 42].map((n) => contactRecord(tenantId, { phone: phoneOf(n), email: null }))
-    const reads = await readsOf("contacts", ContactStore.use((s) => s.findOrInsertByPhones(tenantId, senders)))
+    const reads = await readsIn("contacts", ContactStore.use((s) => s.findOrInsertByPhones(tenantId, senders)))
     expect(reads.result.inserted.size).toBe(0)
     expect(reads.result.contacts.map((c) => c.phone).sort()).toEqual(senders.map((c) => c.phone).sort())
     expect(reads.seqScans).toBe(0)
@@ -163,7 +161,7 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
   })
 
   it("taking events to fan out reads only the waiting events", async () => {
-    const reads = await readsOf("outbox_events", WebhookDeliveryStore.use((s) => s.takeFanOut(500, { id: "lease", holder: "worker", fanned_at: AT, lease_until: AT })))
+    const reads = await readsIn("outbox_events", WebhookDeliveryStore.use((s) => s.takeFanOut(500, { id: "lease", holder: "worker", fanned_at: AT, lease_until: AT })))
     expect(reads.result.leased.length + reads.result.unwanted).toBe(100)
     expect(reads.seqScans).toBe(0)
     expect(reads.fetched).toBeLessThanOrEqual(2 * 100)

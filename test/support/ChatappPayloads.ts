@@ -618,3 +618,26 @@ export const chatappBodyArb = (world: ChatappWorld): fc.Arbitrary<ChatappBody> =
     { arbitrary: garbageBodyArb(world), weight: 4 },
     { arbitrary: deepPayloadBodyArb(world), weight: 1 }
   )
+
+/** One text message in the operator's real payload shape, as JSON text: what plain webhook tests post. */
+export const textMessagePayload = (message: {
+  readonly businessAccountId: string
+  readonly phoneNumberId: string
+  readonly from: string
+  readonly wamid: string
+  readonly text: string
+}): string =>
+  JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [{
+      id: message.businessAccountId,
+      changes: [{
+        field: "messages",
+        value: {
+          messaging_product: "whatsapp",
+          metadata: { display_phone_number: "15551234567", phone_number_id: message.phoneNumberId },
+          messages: [{ from: message.from, id: message.wamid, timestamp: "1764150000", type: "text", text: { body: message.text } }]
+        }
+      }]
+    }]
+  })

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { nodeHmacSigner } from "../../../adapters/node/NodeHmacSigner.ts"
 import { type RunningServer, serve } from "../../../adapters/node/NodeListener.ts"
 import type { ApiHandler } from "../../../src/http/ApiHandler.ts"
+import { textMessagePayload } from "../../support/ChatappPayloads.ts"
 import { testDatabases } from "../../support/Databases.ts"
 import { startTestApp, type TestApp } from "../../support/TestApp.ts"
 
@@ -17,20 +18,7 @@ const sign = (body: string) => `sha256=${createHmac("sha256", APP_SECRET).update
 
 let sent = 0
 const payload = () =>
-  JSON.stringify({
-    object: "whatsapp_business_account",
-    entry: [{
-      id: "102290129340398",
-      changes: [{
-        field: "messages",
-        value: {
-          messaging_product: "whatsapp",
-          metadata: { display_phone_number: "15551234567", phone_number_id: "106540352242922" },
-          messages: [{ from: "15550001111", id: `wamid.direct.${++sent}`, timestamp: "1764150000", type: "text", text: { body: "hello" } }]
-        }
-      }]
-    }]
-  })
+  textMessagePayload({ businessAccountId: "102290129340398", phoneNumberId: "106540352242922", from: "15550001111", wamid: `wamid.direct.${++sent}`, text: "hello" })
 
 /** An answer as a client reads it: what the direct route and the handler must agree on. */
 interface Answer {

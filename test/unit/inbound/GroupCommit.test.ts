@@ -4,6 +4,7 @@ import { sql } from "kysely"
 import { afterEach, describe, expect, it } from "vitest"
 import { nodeHmacSigner } from "../../../adapters/node/NodeHmacSigner.ts"
 import { serve } from "../../../adapters/node/NodeListener.ts"
+import { textMessagePayload } from "../../support/ChatappPayloads.ts"
 import { type TestDatabase, testDatabases } from "../../support/Databases.ts"
 import { startTestApp, type TestApp } from "../../support/TestApp.ts"
 
@@ -34,19 +35,12 @@ const refuseMarkedPayloads = async (database: TestDatabase) => {
 let payloads = 0
 /** A distinct operator payload (one text message); `refused` marks it for the trigger. */
 const payload = (refused = false) =>
-  JSON.stringify({
-    object: "whatsapp_business_account",
-    entry: [{
-      id: "102290129340398",
-      changes: [{
-        field: "messages",
-        value: {
-          messaging_product: "whatsapp",
-          metadata: { display_phone_number: "15551234567", phone_number_id: "106540352242922" },
-          messages: [{ from: "15550001111", id: `wamid.${++payloads}`, timestamp: "1764150000", type: "text", text: { body: refused ? REFUSED : "hello" } }]
-        }
-      }]
-    }]
+  textMessagePayload({
+    businessAccountId: "102290129340398",
+    phoneNumberId: "106540352242922",
+    from: "15550001111",
+    wamid: `wamid.${++payloads}`,
+    text: refused ? REFUSED : "hello"
   })
 
 // A SQLite file and PostgreSQL (with PG_URL); the conformance suite checks the write itself everywhere.
