@@ -1,8 +1,8 @@
 import { Effect, Layer } from "effect"
-import { type Kysely, sql } from "kysely"
+import { sql } from "kysely"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { KyselyConnection, query } from "../../adapters/kysely/Connection.ts"
-import { type Database, layer, migrate, openPostgres } from "../../adapters/kysely/KyselyStorage.ts"
+import { layer, migrate, openPostgres } from "../../adapters/kysely/KyselyStorage.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
@@ -42,55 +42,63 @@ const readsOf = <A, E>(
   ))
 }
 
+/** A new migrated PostgreSQL database through `openPostgres`, its storage layer, and how to drop it. */
+const freshPostgres = async () => {
+  const created = await createPostgresDatabase(PG_URL!)
+  const db = openPostgres(created.url, { max: 2 })
+  await migrate(db, "postgres")
+  const storage = layer(db, "postgres")
+  return {
+    db,
+    storage,
+    connection: KyselyConnection.of({ db, dialect: "postgres" }),
+    run: <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => Effect.runPromise(Effect.provide(effect, storage)),
+    close: async () => {
+      await db.destroy()
+      await created.drop()
+    }
+  }
+}
+
 // The outbox keeps every event and deliveries keep their history, so a claim that read a whole table
 // would cost more with every event ever sent. PostgreSQL's own per-transaction statistics show how
 // each claim reached its rows: through an index, never by scanning the table.
 describe.skipIf(PG_URL === undefined)("PostgreSQL claims read through indexes as tables grow (needs PG_URL)", () => {
-  let db: Kysely<Database>
-  let drop: () => Promise<void>
-  let storage: Layer.Layer<StoragePorts>
-  const connection = () => KyselyConnection.of({ db, dialect: "postgres" })
+  let pg: Awaited<ReturnType<typeof freshPostgres>>
   const HISTORY = 20_000
   const BURST = 3_000
   const AT = "2026-11-24T03:00:00.000Z"
 
-  const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => Effect.runPromise(Effect.provide(effect, storage))
+  const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => pg.run(effect)
 
   /** Runs `claim` in a transaction and reports the table scans and index scans it made on `table`. */
-  const scansOf = <A, E>(table: string, claim: Effect.Effect<A, E, StoragePorts>) => readsOf(connection(), storage, table, claim)
+  const scansOf = <A, E>(table: string, claim: Effect.Effect<A, E, StoragePorts>) => readsOf(pg.connection, pg.storage, table, claim)
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase(PG_URL!)
-    drop = created.drop
-    db = openPostgres(created.url, { max: 2 })
-    await migrate(db, "postgres")
-    storage = layer(db, "postgres")
+    pg = await freshPostgres()
     const { tenant } = await run(seedTenant)
     const endpoint = webhookEndpointRecord(tenant.id)
     await run(WebhookEndpointStore.use((s) => s.insert(endpoint)))
     // A long history: events already fanned out, and finished deliveries.
     await sql`INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data, fanned_out_at)
       SELECT 'evt_old_' || g, ${tenant.id}, 'contact.created', 'evt_old_' || g, ${AT}, '{}', ${AT}
-      FROM generate_series(1, ${HISTORY}) AS g`.execute(db)
+      FROM generate_series(1, ${HISTORY}) AS g`.execute(pg.db)
     await sql`INSERT INTO webhook_deliveries (id, tenant_id, webhook_endpoint_id, event_id, event_type, envelope,
         outbox_seq, status, attempt_number, max_retries, retry_strategy, completed_at, created_at)
       SELECT 'whd_old_' || g, ${tenant.id}, ${endpoint.id}, 'evt_old_' || g, 'contact.created', '{}',
         g, 'success', 1, 8, 'exponential', ${AT}, ${AT}
-      FROM generate_series(1, ${HISTORY}) AS g`.execute(db)
+      FROM generate_series(1, ${HISTORY}) AS g`.execute(pg.db)
     // And a burst of new work, more than one claim takes.
     await run(OutboxStore.use((s) => s.append(Array.from({ length: BURST }, () => outboxEvent(tenant.id)))))
     await sql`INSERT INTO webhook_deliveries (id, tenant_id, webhook_endpoint_id, event_id, event_type, envelope,
         outbox_seq, status, attempt_number, max_retries, retry_strategy, created_at)
       SELECT 'whd_new_' || g, ${tenant.id}, ${endpoint.id}, 'evt_new_' || g, 'contact.created', '{}',
         ${HISTORY} + g, 'pending', 0, 8, 'exponential', ${AT}
-      FROM generate_series(1, ${BURST}) AS g`.execute(db)
-    await sql`ANALYZE`.execute(db)
+      FROM generate_series(1, ${BURST}) AS g`.execute(pg.db)
+    await sql`ANALYZE`.execute(pg.db)
   }, 60_000)
 
-  afterAll(async () => {
-    await db?.destroy()
-    await drop?.()
-  })
+  afterAll(() => pg?.close())
 
   it("taking events to fan out reads the outbox through its indexes", async () => {
     const scans = await scansOf("outbox_events", WebhookDeliveryStore.use((s) => s.takeFanOut(500, { id: "lease", holder: "worker", fanned_at: AT, lease_until: AT })))
@@ -112,42 +120,32 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL claims read through indexes as
 // still reach their rows through an index led by what they look up, never a scan of the table nor a
 // walk of the whole tenant through an index led by the tenant.
 describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics taken while the tables were empty (needs PG_URL)", () => {
-  let db: Kysely<Database>
-  let drop: () => Promise<void>
-  let storage: Layer.Layer<StoragePorts>
+  let pg: Awaited<ReturnType<typeof freshPostgres>>
   let tenantId: string
-  const connection = () => KyselyConnection.of({ db, dialect: "postgres" })
   const CONTACTS = 3_000
   const AT = "2026-12-07T03:00:00.000Z"
   const phoneOf = (n: number) => `+4477009${String(n).padStart(5, "0")}`
-  const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => Effect.runPromise(Effect.provide(effect, storage))
+  const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => pg.run(effect)
 
-  const readsIn = <A, E>(table: string, work: Effect.Effect<A, E, StoragePorts>) => readsOf(connection(), storage, table, work)
+  const readsIn = <A, E>(table: string, work: Effect.Effect<A, E, StoragePorts>) => readsOf(pg.connection, pg.storage, table, work)
 
   beforeAll(async () => {
-    const created = await createPostgresDatabase(PG_URL!)
-    drop = created.drop
-    db = openPostgres(created.url, { max: 2 })
-    await migrate(db, "postgres")
-    storage = layer(db, "postgres")
+    pg = await freshPostgres()
     tenantId = (await run(seedTenant)).tenant.id
-    await sql`ANALYZE`.execute(db)
+    await sql`ANALYZE`.execute(pg.db)
     await sql`INSERT INTO contacts (id, tenant_id, name, phone, custom_fields, created_at, updated_at)
       SELECT 'contact_' || g, ${tenantId}, 'C' || g, '+4477009' || lpad(g::text, 5, '0'), '{}', ${AT}, ${AT}
-      FROM generate_series(1, ${CONTACTS}) AS g`.execute(db)
+      FROM generate_series(1, ${CONTACTS}) AS g`.execute(pg.db)
     await sql`INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data, fanned_out_at)
       SELECT 'evt_' || g, ${tenantId}, 'contact.created', 'evt_' || g, ${AT}, '{}', CASE WHEN g <= 9900 THEN ${AT} END
-      FROM generate_series(1, 10000) AS g`.execute(db)
+      FROM generate_series(1, 10000) AS g`.execute(pg.db)
   }, 60_000)
 
-  afterAll(async () => {
-    await db?.destroy()
-    await drop?.()
-  })
+  afterAll(() => pg?.close())
 
   it("the library's connections price sequential scans out and never compile a query (jit off)", async () => {
     const { rows } = await sql<{ seqscan: string; jit: string; plans: string }>`SELECT current_setting('enable_seqscan') AS seqscan,
-      current_setting('jit') AS jit, current_setting('plan_cache_mode') AS plans`.execute(db)
+      current_setting('jit') AS jit, current_setting('plan_cache_mode') AS plans`.execute(pg.db)
     expect(rows[0]).toEqual({ seqscan: "off", jit: "off", plans: "force_custom_plan" })
   })
 
