@@ -216,12 +216,13 @@ export const openPostgres = (connectionString: string, options: { readonly max?:
     // Named statements are parsed once but planned at each run, for the table as it is then: a plan
     // kept from the first runs (generic plans, made while a table was nearly empty and never made
     // again without ANALYZE) walked the whole conversations table for every batch it updated.
-    // Nor by statistics at all where an index serves: with sequential scans priced out, a table loaded
-    // in one go since its last ANALYZE (planned as a page or two) is still read through its indexes,
-    // where it was read whole for each claim and fan-out round. Every query the library runs has an
-    // index path where it matters; a scan stays where there is none. JIT off: a priced-out scan would
-    // cross its cost threshold and compile a short query for a third of a second.
-    options: "-c plan_cache_mode=force_custom_plan -c enable_seqscan=off -c jit=off",
+    // Nor by statistics at all where an index serves: with sequential and bitmap scans priced out, a
+    // table loaded in one go since its last ANALYZE (planned as a page or two) is still read through
+    // its indexes, in their order, where it was read whole for each claim and fan-out round, or read
+    // whole and sorted for each keyset page. Every query the library runs has an index path where it
+    // matters; a scan stays where there is none. JIT off: a priced-out scan would cross its cost
+    // threshold and compile a short query for a third of a second.
+    options: "-c plan_cache_mode=force_custom_plan -c enable_seqscan=off -c enable_bitmapscan=off -c jit=off",
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>
         types.get(oid) ?? pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser

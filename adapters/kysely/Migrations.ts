@@ -23,7 +23,7 @@ import * as OneActiveChannelPerNumber from "./migrations/2026_11_28_0019_one_act
 import * as SendRate from "./migrations/2026_12_07_0020_send_rate.ts"
 import * as OpenConversationsByContact from "./migrations/2026_12_07_0021_open_conversations_by_contact.ts"
 import * as UnsentAttachments from "./migrations/2026_12_07_0022_unsent_attachments.ts"
-import * as ContactsByPhone from "./migrations/2026_12_07_0023_contacts_by_phone.ts"
+import * as LookupsByContact from "./migrations/2026_12_07_0023_lookups_by_contact.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -54,7 +54,7 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_12_07_0020_send_rate", SendRate.up],
   ["2026_12_07_0021_open_conversations_by_contact", OpenConversationsByContact.up],
   ["2026_12_07_0022_unsent_attachments", UnsentAttachments.up],
-  ["2026_12_07_0023_contacts_by_phone", ContactsByPhone.up]
+  ["2026_12_07_0023_lookups_by_contact", LookupsByContact.up]
 ]
 
 /**

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { KyselyConnection, query } from "../../adapters/kysely/Connection.ts"
 import { layer, migrate, openPostgres } from "../../adapters/kysely/KyselyStorage.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
+import { ListStore } from "../../src/ports/ListStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
@@ -139,6 +140,11 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
     await sql`INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data, fanned_out_at)
       SELECT 'evt_' || g, ${tenantId}, 'contact.created', 'evt_' || g, ${AT}, '{}', CASE WHEN g <= 9900 THEN ${AT} END
       FROM generate_series(1, 10000) AS g`.execute(pg.db)
+    await sql`INSERT INTO lists (id, tenant_id, name, slug, is_default, type, created_at)
+      VALUES ('list_1', ${tenantId}, 'All', 'all', 0, 'static', ${AT})`.execute(pg.db)
+    await sql`INSERT INTO list_subscriptions (tenant_id, list_id, contact_id, status, optin_method, subscribed_at, updated_at)
+      SELECT ${tenantId}, 'list_1', 'contact_' || g, 'subscribed', 'import', ${AT}, ${AT}
+      FROM generate_series(1, ${CONTACTS}) AS g`.execute(pg.db)
   }, 60_000)
 
   afterAll(() => pg?.close())
@@ -156,6 +162,15 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
     expect(reads.result.contacts.map((c) => c.phone).sort()).toEqual(senders.map((c) => c.phone).sort())
     expect(reads.seqScans).toBe(0)
     expect(reads.fetched).toBeLessThanOrEqual(senders.length)
+  })
+
+  it("a campaign's page of contacts reads their subscriptions alone", async () => {
+    // A page as the audience reads it: 500 contacts of the tenant's 3,000.
+    const contactIds = Array.from({ length: 500 }, (_, i) => `contact_${1 + i * 6}`)
+    const reads = await readsIn("list_subscriptions", ListStore.use((s) => s.subscriptionsAmong(tenantId, contactIds)))
+    expect(reads.result.map((row) => row.contact_id).sort()).toEqual([...contactIds].sort())
+    expect(reads.seqScans).toBe(0)
+    expect(reads.fetched).toBeLessThanOrEqual(contactIds.length)
   })
 
   it("taking events to fan out reads only the waiting events", async () => {
