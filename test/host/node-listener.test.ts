@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { simulatedProviders } from "../../adapters/providers/SimulatedProviders.ts"
-import { type RunningServer, serve } from "../../adapters/node/NodeListener.ts"
+import { type RunningServer, serve } from "../../adapters/node/NodeServer.ts"
 import { testDatabases } from "../support/Databases.ts"
 import { startTestApp, type TestApp } from "../support/TestApp.ts"
 
