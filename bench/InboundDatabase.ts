@@ -8,6 +8,7 @@ import { fileOptions, operatorOptions } from "../examples/server/Operator.ts"
 import { storageFor } from "../examples/server/Storage.ts"
 import { make, type Omnichannel } from "../src/app/Omnichannel.ts"
 import { Operator } from "../src/auth/Operator.ts"
+import { pendingRow } from "../src/inbound/InboundService.ts"
 import { newIdNow } from "../src/kernel/Id.ts"
 import { fromMillis } from "../src/kernel/Timestamp.ts"
 import { ContactStore } from "../src/ports/ContactStore.ts"
@@ -125,20 +126,9 @@ export const prepareDatabase = async (
       for (let start = 0; start < payloads.length; start += 500) {
         yield* transactor.withTransaction(Effect.forEach(payloads.slice(start, start + 500), (payload) => {
           const at = fromMillis(Date.now())
-          return store.insert({
-            id: globalThis.crypto.randomUUID(),
-            source: "chatapp",
-            route_key: null,
-            body: encoder.encode(payload.body),
-            content_type: "application/json",
-            received_at: at,
-            status: "pending",
-            attempts: 0,
-            next_attempt_at: at,
-            lease_until: null,
-            processed_at: null,
-            note: null
-          })
+          return store.insert(
+            pendingRow(globalThis.crypto.randomUUID(), "chatapp", null, encoder.encode(payload.body), "application/json", at, null).payload
+          )
         }, { discard: true }))
       }
       return { tenantId: tenant_id, channelId: channel.channel_id, conversations }

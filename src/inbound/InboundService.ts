@@ -75,8 +75,8 @@ const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Eff
   }
 }
 
-/** A payload row as the edge stores it: pending, due at once. */
-const pendingRow = (
+/** A payload row as the edge stores it: pending, due at once (the benchmarks seed rows with it too). */
+export const pendingRow = (
   id: string,
   source: "chatapp" | "email",
   routeKey: string | null,
