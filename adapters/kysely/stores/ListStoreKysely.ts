@@ -7,13 +7,11 @@ import {
   type MarketingOptOutRecord,
   type SubscriptionRecord
 } from "../../../src/ports/ListStore.ts"
+import { chunksOf } from "../../../src/kernel/Grouping.ts"
 import { KyselyConnection, query } from "../Connection.ts"
 import { filterOnly } from "../JsonBatch.ts"
-import type { Db, ListsTable, ListSubscriptionsTable, MarketingOptOutsTable } from "../Database.ts"
+import type { Database, Db, ListsTable, ListSubscriptionsTable, MarketingOptOutsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
-
-const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> =>
-  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 const listFromRow = (row: ListsTable): ListRecord => ({
   ...row,
@@ -57,6 +55,17 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
       db.selectFrom("lists").where("tenant_id", "=", tenantId).where("deleted_at", "is", null)
     const findList = (pick: (db: Db) => Promise<ListsTable | undefined>) =>
       query(connection, pick).pipe(Effect.map((row) => Option.map(Option.fromNullishOr(row), listFromRow)))
+    // The rows of `table` for the tenant's `contactIds`, 500 a statement, through the index led by the
+    // contact (migration 0023), the tenant a filter: led by the tenant, a stale plan read every row of
+    // the tenant for each page of 500.
+    const rowsAmong = <T extends "list_subscriptions" | "marketing_opt_outs">(table: T, tenantId: string, contactIds: ReadonlyArray<string>) =>
+      Effect.map(
+        Effect.forEach(chunksOf(contactIds, 500), (part) =>
+          query(connection, (db) =>
+            db.selectFrom(table as "list_subscriptions").selectAll().where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
+              .where("contact_id", "in", [...part]).execute())),
+        (pages) => pages.flat() as Array<Database[T]>
+      )
     return ListStore.of({
       insertList: (list) =>
         query(connection, (db) => db.insertInto("lists").values(listToRow(list)).execute()).pipe(Effect.asVoid),
@@ -128,24 +137,10 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
           db.insertInto("marketing_opt_outs").values(optOutToRow(optOut))
             .onConflict((oc) => oc.columns(["tenant_id", "contact_id", "channel_key"]).doNothing())
             .execute()).pipe(Effect.asVoid),
-      // Both "among" reads go through the contact-led index (migration 0023), the tenant a filter: led
-      // by the tenant, a stale plan read every subscription of the tenant for each page of 500.
       subscriptionsAmong: (tenantId, contactIds) =>
-        contactIds.length === 0 ? Effect.succeed([]) : Effect.map(
-          Effect.forEach(chunksOf(contactIds, 500), (part) =>
-            query(connection, (db) =>
-              db.selectFrom("list_subscriptions").selectAll().where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
-                .where("contact_id", "in", [...part]).execute())),
-          (pages) => pages.flat().map(subscriptionFromRow)
-        ),
+        Effect.map(rowsAmong("list_subscriptions", tenantId, contactIds), (rows) => rows.map(subscriptionFromRow)),
       optOutsAmong: (tenantId, contactIds) =>
-        contactIds.length === 0 ? Effect.succeed([]) : Effect.map(
-          Effect.forEach(chunksOf(contactIds, 500), (part) =>
-            query(connection, (db) =>
-              db.selectFrom("marketing_opt_outs").selectAll().where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
-                .where("contact_id", "in", [...part]).execute())),
-          (pages) => pages.flat().map(optOutFromRow)
-        ),
+        Effect.map(rowsAmong("marketing_opt_outs", tenantId, contactIds), (rows) => rows.map(optOutFromRow)),
       removeOptOut: (tenantId, contactId, channelId) =>
         query(connection, (db) =>
           db.deleteFrom("marketing_opt_outs").where("tenant_id", "=", tenantId).where("contact_id", "=", contactId)
