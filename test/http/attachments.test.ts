@@ -4,7 +4,7 @@ import { busboyMultipart } from "../../adapters/node/BusboyMultipart.ts"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
 import { serviceDatabases } from "../support/Databases.ts"
 import { rawEmail } from "../support/EmailHost.ts"
-import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
+import { bootstrap, receiveEmail, startTestApp, type TestApp } from "../support/TestApp.ts"
 
 const DAY_MS = 86_400_000
 const PDF = new TextEncoder().encode("%PDF-1.4 a price list".padEnd(3_000, "x"))
@@ -45,13 +45,7 @@ describe.each(serviceDatabases)("deleting attachments on $name", (database) => {
       text: "see the file",
       files: [{ filename: "invoice.pdf", contentType: "application/pdf", content: PDF }]
     })
-    const answer = await test.app.handler(new Request(`http://test.local/webhooks/email/${integration.body.id}`, {
-      method: "POST",
-      headers: { "content-type": "message/rfc822", authorization: `Bearer ${integration.body.inbound_secret}` },
-      body: new Uint8Array(raw)
-    }))
-    expect(answer.status).toBe(200)
-    await test.app.drainDueWork()
+    expect(await receiveEmail(test, integration.body, raw)).toBe(200)
     return (await rows(tenant.tenant_id))[0]!
   }
 

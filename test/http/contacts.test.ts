@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BlobStore } from "../../src/ports/BlobStore.ts"
 import { serviceDatabases } from "../support/Databases.ts"
 import { rawEmail } from "../support/EmailHost.ts"
-import { bootstrap, startTestApp, type TestApp } from "../support/TestApp.ts"
+import { bootstrap, receiveEmail, startTestApp, type TestApp } from "../support/TestApp.ts"
 import { outboxEvents } from "./OutboxEvents.ts"
 
 type Contact = { readonly id: string } & Record<string, unknown>
@@ -389,13 +389,7 @@ describe.each(serviceDatabases)("contacts on $name", (database) => {
           text: `${subject}: see the file`,
           files: [{ filename: `${subject}.pdf`, contentType: "application/pdf", content: PDF }]
         })
-        const answer = await test.app.handler(new Request(`http://test.local/webhooks/email/${integration.body.id}`, {
-          method: "POST",
-          headers: { "content-type": "message/rfc822", authorization: `Bearer ${integration.body.inbound_secret}` },
-          body: new Uint8Array(raw)
-        }))
-        expect(answer.status).toBe(200)
-        await test.app.drainDueWork()
+        expect(await receiveEmail(test, integration.body, raw)).toBe(200)
       }
       return { integration: integration.body, receive }
     }

@@ -68,3 +68,21 @@ export const startTestApp = async (database: TestDatabase, options: TestAppOptio
 /** Bootstraps an owner, billing account, tenant and parent key holding every scope. */
 export const bootstrap = (test: TestApp, email?: string): Promise<Bootstrapped> =>
   test.operator((operator) => operator.bootstrap(email === undefined ? {} : { email }))
+
+/**
+ * Posts `raw` (RFC 5322 bytes) to the inbound route of email integration `integration` as a mail
+ * server would, and processes it: resolves to the route's answer status once the work it set off is done.
+ */
+export const receiveEmail = async (
+  test: TestApp,
+  integration: { readonly id: string; readonly inbound_secret: string },
+  raw: Uint8Array
+): Promise<number> => {
+  const answer = await test.app.handler(new Request(`http://test.local/webhooks/email/${integration.id}`, {
+    method: "POST",
+    headers: { "content-type": "message/rfc822", authorization: `Bearer ${integration.inbound_secret}` },
+    body: new Uint8Array(raw)
+  }))
+  await test.app.drainDueWork()
+  return answer.status
+}
