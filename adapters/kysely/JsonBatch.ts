@@ -66,7 +66,7 @@ export const jsonBatch = (options: {
     postgres
       ? `${column} = ANY(ARRAY(SELECT k.${rowColumn} FROM json_to_recordset($1::json) AS k(${rowColumn} ${typeOf.get(rowColumn) ?? "text"})))`
       : `${column} IN (SELECT json_extract(value, '$.${rowColumn}') FROM json_each($1))`
-  const written = `${NAME_PREFIX}${options.name} */ ${options.template(rows, keyIn)}`
+  const written = `${statementName(options.name)}${options.template(rows, keyIn)}`
   // better-sqlite3 binds only `?` by position: each `$n` becomes `?`, its value placed where it appears.
   const order = options.dialect === "postgres" ? undefined : Array.from(written.matchAll(/\$(\d+)/g), (m) => Number(m[1]) - 1)
   const text = order === undefined ? written : written.replace(/\$\d+/g, "?")
@@ -89,6 +89,13 @@ export const jsonBatch = (options: {
  * matches no index, so both go from the batch's keys through the primary key.
  */
 export const filterOnly = (column: string): string => `(${column} || '')`
+
+/**
+ * The comment that names a statement written elsewhere (`name`: letters, digits, dashes), placed
+ * first in its text: on PostgreSQL it is then kept prepared like the batch statements. Only for a text
+ * that never changes between runs.
+ */
+export const statementName = (name: string): string => `${NAME_PREFIX}${name} */ `
 
 /** The prepared-statement name of a batch statement's text, or undefined for any other text. */
 export const batchStatementName = (text: string): string | undefined => {

@@ -21,12 +21,14 @@ export type UseFanOut = UseHarness<WebhookDeliveryStore | OutboxStore | Transact
  * The fan-out half of WebhookDeliveryStore: takeFanOut marks events and stores their lease as one
  * step, over the events an endpoint may want only; a lease is held by its holder alone, and locked
  * while held until the transaction ends; expired leases are taken over once each.
+ * Events no endpoint may want when they are appended are stored fanned out already and never taken.
  * `endpointsOfNewTenant` makes endpoints (subscribed to contact.created unless told otherwise) the
- * suite cleans up.
+ * suite cleans up; `saveEndpoint` stores an endpoint's new state.
  */
 export const fanOutLeaseTests = (
   h: UseFanOut,
-  endpointsOfNewTenant: (count?: number, overrides?: Partial<WebhookEndpointRecord>) => Promise<ReadonlyArray<WebhookEndpointRecord>>
+  endpointsOfNewTenant: (count?: number, overrides?: Partial<WebhookEndpointRecord>) => Promise<ReadonlyArray<WebhookEndpointRecord>>,
+  saveEndpoint: (endpoint: WebhookEndpointRecord) => Promise<void>
 ): void => {
   describe("fan-out leases", () => {
     // Leases are not scoped by tenant, nor are outbox events waiting to be fanned out: each test takes
@@ -114,7 +116,7 @@ export const fanOutLeaseTests = (
         expect(await h().stored.fanOutLease(lease.id)).toEqual({ ...lease, seqs: seqs.slice(0, 3) })
       })
 
-      it("marks events no endpoint can want fanned out under no lease: a tenant without endpoints, a type not subscribed to, endpoints switched off", async () => {
+      it("stores events no endpoint can want when appended fanned out at their own time, never taken: a tenant without endpoints, a type not subscribed to, endpoints switched off", async () => {
         const subscribed = await subscribedTenant()
         const otherTypes = (await endpointsOfNewTenant(1, { subscribed_events: ["message.received", "contact.updated"] }))[0]!.tenant_id
         const switchedOff = (await endpointsOfNewTenant(1, { is_active: false }))[0]!.tenant_id
@@ -123,39 +125,64 @@ export const fanOutLeaseTests = (
         const withoutEndpoints = globalThis.crypto.randomUUID()
         await takeWaiting()
         const wanted = [outboxEvent(subscribed), outboxEvent(otherTypes, { type: "contact.updated" })]
-        await append([
-          outboxEvent(withoutEndpoints),
-          wanted[0]!,
-          outboxEvent(otherTypes),
-          outboxEvent(switchedOff),
-          wanted[1]!,
-          outboxEvent(deactivated),
-          outboxEvent(withoutEndpoints, { type: "message.received" })
-        ])
+        const unwanted = [
+          outboxEvent(withoutEndpoints, { created_at: at("11:30:00.000") }),
+          outboxEvent(otherTypes, { created_at: at("11:31:00.000") }),
+          outboxEvent(switchedOff, { created_at: at("11:32:00.000") }),
+          outboxEvent(deactivated, { created_at: at("11:33:00.000") }),
+          outboxEvent(withoutEndpoints, { type: "message.received", created_at: at("11:34:00.000") })
+        ]
+        await append([unwanted[0]!, wanted[0]!, unwanted[1]!, unwanted[2]!, wanted[1]!, unwanted[3]!, unwanted[4]!])
 
         const lease = leaseOf({ fanned_at: at("11:58:00.000") })
         const taken = await takeFanOut(10, lease)
 
-        expect(taken.leased.map((t) => t.event)).toEqual(wanted)
-        expect(taken.unwanted).toBe(5)
+        expect(taken).toEqual({ leased: wanted.map((event) => ({ seq: expect.any(Number), event })), unwanted: 0 })
+        expect(await h().stored.fanOutLease(lease.id)).toEqual({ ...lease, seqs: taken.leased.map((t) => t.seq) })
+        for (const tenantId of [subscribed, otherTypes, switchedOff, deactivated, withoutEndpoints]) {
+          for (const row of await h().stored.outboxEvents(tenantId)) {
+            const wasWanted = wanted.some((event) => event.id === row.event.id)
+            expect(row.fanned_out_at).toBe(wasWanted ? at("11:58:00.000") : row.event.created_at)
+          }
+        }
+        expect(await takeFanOut(10, leaseOf())).toEqual({ leased: [], unwanted: 0 })
+      })
+
+      it("marks events no endpoint wants any more when taken fanned out under no lease: endpoints switched off, deactivated or unsubscribed since", async () => {
+        const [switchedOff] = await endpointsOfNewTenant()
+        const [deactivated] = await endpointsOfNewTenant()
+        const [unsubscribed] = await endpointsOfNewTenant()
+        const [kept] = await endpointsOfNewTenant()
+        await takeWaiting()
+        const events = [switchedOff, deactivated, unsubscribed, kept].map((endpoint) => outboxEvent(endpoint!.tenant_id))
+        await append(events)
+        await saveEndpoint({ ...switchedOff!, is_active: false })
+        await saveEndpoint({ ...deactivated!, is_active: false, permanently_deactivated_at: at("11:00:00.000") })
+        await saveEndpoint({ ...unsubscribed!, subscribed_events: ["message.received"] })
+
+        const lease = leaseOf({ fanned_at: at("11:58:00.000") })
+        const taken = await takeFanOut(10, lease)
+
+        expect(taken).toEqual({ leased: [{ seq: expect.any(Number), event: events[3] }], unwanted: 3 })
         expect(await h().stored.fanOutLease(lease.id)).toEqual({ ...lease, seqs: taken.leased.map((t) => t.seq) })
         // Every event taken is fanned out, wanted or not: none is taken again.
-        for (const tenantId of [subscribed, otherTypes, switchedOff, deactivated, withoutEndpoints]) {
-          for (const row of await marks(tenantId)) expect(row.fanned_out_at).toBe(at("11:58:00.000"))
+        for (const endpoint of [switchedOff, deactivated, unsubscribed, kept]) {
+          expect((await marks(endpoint!.tenant_id)).map((row) => row.fanned_out_at)).toEqual([at("11:58:00.000")])
         }
         expect(await takeFanOut(10, leaseOf())).toEqual({ leased: [], unwanted: 0 })
       })
 
       it("stores no lease when none of the events it takes can be wanted", async () => {
-        const tenantId = globalThis.crypto.randomUUID()
+        const [endpoint] = await endpointsOfNewTenant()
         await takeWaiting()
-        await append(Array.from({ length: 3 }, () => outboxEvent(tenantId)))
+        await append(Array.from({ length: 3 }, () => outboxEvent(endpoint!.tenant_id)))
+        await saveEndpoint({ ...endpoint!, is_active: false })
 
         const lease = leaseOf({ fanned_at: at("11:58:00.000") })
         expect(await takeFanOut(10, lease)).toEqual({ leased: [], unwanted: 3 })
         expect(await h().stored.fanOutLease(lease.id)).toBeUndefined()
         expect(await hold([lease])).toEqual(new Set())
-        expect((await marks(tenantId)).map((row) => row.fanned_out_at)).toEqual(Array(3).fill(at("11:58:00.000")))
+        expect((await marks(endpoint!.tenant_id)).map((row) => row.fanned_out_at)).toEqual(Array(3).fill(at("11:58:00.000")))
       })
 
       it("leases a suspended endpoint's events, which queue behind its suspension", async () => {
@@ -168,11 +195,13 @@ export const fanOutLeaseTests = (
         expect(taken).toEqual({ leased: [{ seq: expect.any(Number), event }], unwanted: 0 })
       })
 
-      it("tells whether any event waits to be fanned out, wanted or not", async () => {
+      it("tells whether any event waits to be fanned out, none once what was appended is taken or was never wanted", async () => {
         const anyToFanOut = () => h().run(store((s) => s.anyToFanOut))
         await takeWaiting()
         expect(await anyToFanOut()).toBe(false)
         await append([outboxEvent(globalThis.crypto.randomUUID())])
+        expect(await anyToFanOut()).toBe(false)
+        await append([outboxEvent(await subscribedTenant())])
         expect(await anyToFanOut()).toBe(true)
         await takeWaiting()
         expect(await anyToFanOut()).toBe(false)
@@ -205,11 +234,12 @@ export const fanOutLeaseTests = (
 
       it("gives two concurrent takers disjoint events, each lease over its own (needs several connections)", async (ctx) => {
         ctx.skip(!h().capabilities.concurrentConnections, NEEDS_CONNECTIONS)
-        const tenantId = await subscribedTenant()
-        const withoutEndpoints = globalThis.crypto.randomUUID()
+        const [endpoint] = await endpointsOfNewTenant()
+        const [switchedOff] = await endpointsOfNewTenant()
         await takeWaiting()
-        const events = Array.from({ length: 60 }, () => outboxEvent(tenantId))
-        await append(events.flatMap((event) => [event, outboxEvent(withoutEndpoints)]))
+        const events = Array.from({ length: 60 }, () => outboxEvent(endpoint!.tenant_id))
+        await append(events.flatMap((event) => [event, outboxEvent(switchedOff!.tenant_id)]))
+        await saveEndpoint({ ...switchedOff!, is_active: false })
 
         const [leaseA, leaseB] = [leaseOf(), leaseOf()]
         const [a, b] = await h().run(Effect.all([

@@ -157,11 +157,13 @@ export const retentionSuite: Suite<RetentionPorts, "webhookDeliveries" | "outbox
         // fanned out at the end of time, which no pass ever looks at).
         beforeAll(async () => {
           const tenantId = globalThis.crypto.randomUUID()
-          await h().run(outbox((s) => s.append([outboxEvent(tenantId)])))
+          // No endpoint wants them: they are stored fanned out at their own time, the end of time.
+          const filler = () => outboxEvent(tenantId, { created_at: END_OF_TIME })
+          await h().run(outbox((s) => s.append([filler()])))
           const [probe] = await h().stored.outboxEvents(tenantId)
           const madeUpTo = reserveSeqs(0)
           if (probe!.seq < madeUpTo) {
-            await h().run(outbox((s) => s.append(Array.from({ length: madeUpTo - probe!.seq }, () => outboxEvent(tenantId)))))
+            await h().run(outbox((s) => s.append(Array.from({ length: madeUpTo - probe!.seq }, filler))))
           }
           const lease = { id: globalThis.crypto.randomUUID(), fanned_at: END_OF_TIME, holder: "retention-filler", lease_until: END_OF_TIME }
           await h().run(deliveries((s) => Effect.andThen(s.takeFanOut(1_000_000, lease), s.releaseFanOuts([lease]))))
@@ -178,12 +180,13 @@ export const retentionSuite: Suite<RetentionPorts, "webhookDeliveries" | "outbox
         }
         const release = (lease: FanOutHold) => h().run(deliveries((s) => s.releaseFanOuts([lease])))
         /**
-         * Appends `count` events of the tenant and fans them out at `fannedAt`; their lease (if an endpoint of
-         * the tenant wants them) is released unless `keepLease`.
+         * Appends `count` events of the tenant, made at `fannedAt`, and fans them out at `fannedAt` (those no
+         * endpoint of the tenant wants are stored fanned out at their own time); their lease (if an endpoint
+         * wants them) is released unless `keepLease`.
          */
         const fannedOut = async (tenantId: string, count: number, fannedAt: string, keepLease = false) => {
           await take(END_OF_TIME).then(({ lease }) => release(lease))
-          await h().run(outbox((s) => s.append(Array.from({ length: count }, () => outboxEvent(tenantId)))))
+          await h().run(outbox((s) => s.append(Array.from({ length: count }, () => outboxEvent(tenantId, { created_at: fannedAt })))))
           const { lease, seqs } = await take(fannedAt)
           if (!keepLease) await release(lease)
           return { lease, seqs }

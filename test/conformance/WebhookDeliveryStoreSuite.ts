@@ -274,7 +274,8 @@ export const webhookDeliveryStoreSuite: Suite<DeliveryPorts, "webhookDeliveries"
       })
     })
 
-    fanOutLeaseTests(h, endpointsOfNewTenant)
+    fanOutLeaseTests(h, endpointsOfNewTenant, (endpoint) =>
+      h().run(WebhookEndpointStore.use((s) => s.update(endpoint.tenant_id, endpoint))).then(() => undefined))
 
     describe("recording attempts", () => {
       const attempted = (d: WebhookDeliveryRecord, n: number): WebhookDeliveryRecord => ({

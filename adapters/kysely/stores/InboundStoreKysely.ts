@@ -11,7 +11,7 @@ import {
 } from "../../../src/ports/InboundStore.ts"
 import { amongKeys, atomically, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { InboundPayloadsTable } from "../Database.ts"
-import { jsonBatch } from "../JsonBatch.ts"
+import { jsonBatch, statementName } from "../JsonBatch.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import { pruneFinishedPayloads } from "../Retention.ts"
@@ -128,7 +128,7 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
           const due = sql`SELECT id FROM inbound_payloads
               WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
               ORDER BY next_attempt_at, received_at, ${insertionOrder(connection.dialect)} LIMIT ${limit}${skipLocked(connection.dialect)}`
-          return sql<ClaimedRow>`UPDATE inbound_payloads
+          return sql<ClaimedRow>`${sql.raw(statementName("inbound-claim"))}UPDATE inbound_payloads
             SET lease_until = ${leaseUntil}, holder = ${holder}, attempts = attempts + 1
             WHERE ${amongKeys(connection.dialect, "id", due)}
             RETURNING *, ${insertionOrder(connection.dialect)} AS ord`.execute(db)

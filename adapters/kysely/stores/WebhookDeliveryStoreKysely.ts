@@ -18,6 +18,8 @@ import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
 import { toPlaced } from "../OutboxRows.ts"
 import { pruneFinishedDeliveries } from "../Retention.ts"
+import { mayBeWanted } from "../WebhookInterest.ts"
+import { statementName } from "../JsonBatch.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
@@ -149,21 +151,6 @@ type Taken = {
   data: string
   trace_context: string | null
   wanted: boolean | number
-}
-
-/**
- * Whether an endpoint may want the `outbox_events` row at hand: one of its tenant subscribes to its
- * type (a string of its JSON array of types) and still takes events, as `EndpointMachine.routeEvent`
- * routes them: active or suspended, not inactive nor permanently deactivated. Read through the
- * endpoints' tenant index.
- */
-const mayBeWanted = (dialect: Dialect) => {
-  const subscribed = dialect === "postgres"
-    ? sql`EXISTS (SELECT 1 FROM json_array_elements_text(e.subscribed_events::json) AS s (type) WHERE s.type = outbox_events.type)`
-    : sql`EXISTS (SELECT 1 FROM json_each(e.subscribed_events) WHERE json_each.value = outbox_events.type)`
-  return sql`EXISTS (SELECT 1 FROM webhook_endpoints e
-    WHERE e.tenant_id = outbox_events.tenant_id AND e.permanently_deactivated_at IS NULL
-      AND (e.is_active = 1 OR e.suspended_at IS NOT NULL) AND ${subscribed})`
 }
 
 /** The taken rows as `takeFanOut` resolves them: the wanted events in append order, the others counted. */
@@ -301,10 +288,10 @@ export const webhookDeliveryStoreLayer: Layer.Layer<WebhookDeliveryStore, never,
         const take = sql`UPDATE outbox_events SET fanned_out_at = ${lease.fanned_at}
           WHERE ${amongKeys(connection.dialect, "seq", unfanned)}
           RETURNING seq, id, tenant_id, type, event_id, created_at, data, trace_context,
-            ${mayBeWanted(connection.dialect)} AS wanted`
+            ${sql.raw(mayBeWanted(connection.dialect, "outbox_events"))} AS wanted`
         return connection.dialect === "postgres"
           ? query(connection, (db) =>
-            sql<Taken>`WITH taken AS (${take}),
+            sql<Taken>`${sql.raw(statementName("fanout-take"))}WITH taken AS (${take}),
               leased AS (INSERT INTO webhook_fanout_leases (id, seqs, fanned_at, holder, lease_until)
                 SELECT ${lease.id}, '[' || string_agg(seq::text, ',' ORDER BY seq) || ']', ${lease.fanned_at},
                   ${lease.holder}, ${lease.lease_until}
