@@ -7,7 +7,7 @@ import { OUTBOX_CHANNEL } from "../OutboxNotices.ts"
 import { toEvent, toPlaced } from "../OutboxRows.ts"
 import { jsonBatch } from "../JsonBatch.ts"
 import { pruneFannedOutEvents } from "../Retention.ts"
-import { mayBeWanted } from "../WebhookInterest.ts"
+import { tenantTakesEvents } from "../WebhookInterest.ts"
 
 /** `OutboxStore` on Kysely. */
 export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection> = Layer.effect(
@@ -16,9 +16,9 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
     const connection = yield* KyselyConnection
     // Events are appended in batches on busy paths: one named statement for every batch (see
     // `JsonBatch`). Each event keeps the trace context of the span that appends it (null when tracing
-    // is off). An event no endpoint of its tenant may want when it is appended is stored fanned out
-    // already (at its own time): the dispatcher never takes it, and no row is written twice for it.
-    const fannedUnlessWanted = `CASE WHEN ${mayBeWanted(connection.dialect, "r")} THEN NULL ELSE r.created_at END`
+    // is off). An event of a tenant with no endpoint taking events when it is appended is stored fanned
+    // out already (at its own time): the dispatcher never takes it, and no row is written twice for it.
+    const fannedUnlessWanted = `CASE WHEN ${tenantTakesEvents("r")} THEN NULL ELSE r.created_at END`
     const insert = jsonBatch({
       dialect: connection.dialect,
       name: "outbox-append",
