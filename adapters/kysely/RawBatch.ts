@@ -1,5 +1,6 @@
 import { CompiledQuery } from "kysely"
 import type { Db } from "./Database.ts"
+import { statementName } from "./JsonBatch.ts"
 import type { Dialect } from "./Migrations.ts"
 
 /**
@@ -48,6 +49,8 @@ const integerArray = (column: ReadonlyArray<unknown>): string | ReadonlyArray<un
  */
 export const rowStatement = <Row>(options: {
   readonly dialect: Dialect
+  /** Names the statement on PostgreSQL, which then keeps it prepared (see `statementName`). */
+  readonly name: string
   readonly columns: ReadonlyArray<string>
   readonly values: (row: Row) => ReadonlyArray<unknown>
   readonly text: (rows: string) => string
@@ -58,7 +61,7 @@ export const rowStatement = <Row>(options: {
   const width = options.columns.length
   if (options.dialect === "postgres") {
     const numeric = options.columns.map((column) => options.types?.[column] !== undefined)
-    const text = options.text(
+    const text = statementName(options.name) + options.text(
       `SELECT * FROM ROWS FROM (${
         options.columns.map((column, i) =>
           numeric[i] ? `unnest($${i + 1}::${options.types![column]}[])` : `json_array_elements_text($${i + 1}::json)`

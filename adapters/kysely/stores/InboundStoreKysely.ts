@@ -42,6 +42,7 @@ const PAYLOAD_COLUMNS = [
  */
 const payloadInsert = (dialect: Dialect) =>
   rowStatement<PayloadToStore>({
+    name: "inbound-payloads-insert",
     dialect,
     columns: PAYLOAD_COLUMNS,
     types: { attempts: "integer" },

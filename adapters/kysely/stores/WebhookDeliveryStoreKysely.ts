@@ -88,6 +88,7 @@ const NUMERIC_COLUMNS = {
 /** The hot statements, as fixed SQL text (see `RawBatch`). */
 const statements = (dialect: Dialect) => ({
   insert: rowStatement<readonly [WebhookDeliveryRecord, string | null]>({
+    name: "deliveries-insert",
     dialect,
     columns: INSERT_COLUMNS,
     values: ([d, leaseUntil]) =>
@@ -115,6 +116,7 @@ const statements = (dialect: Dialect) => ({
   }),
   // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
   save: rowStatement<DeliverySave>({
+    name: "deliveries-save",
     dialect,
     columns: ["id", ...MACHINE_COLUMNS, "expected_status", "expected_attempt"],
     values: ({ state, expected }) => [
@@ -133,6 +135,7 @@ const statements = (dialect: Dialect) => ({
       RETURNING webhook_deliveries.id`
   }),
   states: rowStatement<string>({
+    name: "deliveries-states",
     dialect,
     columns: ["id"],
     values: (id) => [id],
