@@ -46,7 +46,7 @@ export const checkCampaignShape = (deps: ShapeDeps, tenantId: string, campaign: 
       const channel = yield* deps.channels.get(tenantId, channelId)
       if (channel.platform !== "chatapp" || channel.status !== "active") return yield* ChannelUnavailable.of(channel.id)
     }
-    for (const listId of campaign.audience.list_ids) yield* deps.lists.get(tenantId, listId)
+    for (const listId of campaign.audience.list_ids) yield* deps.lists.record(tenantId, listId)
     if (campaign.template_id === null) {
       return yield* InvalidRequest.single(["body", "template_id"], "Field required: chat-app recipients receive an approved template", "missing")
     }

@@ -65,6 +65,8 @@ export class ListService extends Context.Service<ListService, {
   readonly create: (tenantId: string, request: CreateListRequest) => Effect.Effect<List, Conflict | InvalidRequest | StorageError>
   readonly list: (tenantId: string) => Effect.Effect<ReadonlyArray<List>, StorageError>
   readonly get: (tenantId: string, id: string) => Effect.Effect<List, NotFound | StorageError>
+  /** The list as stored, without its subscriber count (which `get` reads over every subscription). */
+  readonly record: (tenantId: string, id: string) => Effect.Effect<ListRecord, NotFound | StorageError>
   readonly update: (
     tenantId: string,
     id: string,
@@ -297,6 +299,7 @@ export class ListService extends Context.Service<ListService, {
         get: Effect.fn("ListService.get")(function*(tenantId, id) {
           return yield* wire(yield* listRecord(tenantId, id))
         }),
+        record: listRecord,
         update: Effect.fn("ListService.update")(function*(tenantId, id, request) {
           return yield* asConflict(transactor.withTransaction(Effect.gen(function*() {
             const before = yield* listRecord(tenantId, id)

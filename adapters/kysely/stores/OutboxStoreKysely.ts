@@ -18,7 +18,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
     // `JsonBatch`). Each event keeps the trace context of the span that appends it (null when tracing
     // is off). An event of a tenant with no endpoint taking events when it is appended is stored fanned
     // out already (at its own time): the dispatcher never takes it, and no row is written twice for it.
-    const fannedUnlessWanted = `CASE WHEN ${tenantTakesEvents("r")} THEN NULL ELSE r.created_at END`
+    const fannedOutAtOnce = `CASE WHEN ${tenantTakesEvents("r")} THEN NULL ELSE r.created_at END`
     const insert = jsonBatch({
       dialect: connection.dialect,
       name: "outbox-append",
@@ -27,7 +27,7 @@ export const outboxStoreLayer: Layer.Layer<OutboxStore, never, KyselyConnection>
       // delivered to listeners when the transaction commits (see `makeOutboxNotices`).
       template: (rows) => {
         const insert = `INSERT INTO outbox_events (id, tenant_id, type, event_id, created_at, data, trace_context, fanned_out_at)
-          SELECT r.id, r.tenant_id, r.type, r.event_id, r.created_at, r.data, r.trace_context, ${fannedUnlessWanted} FROM ${rows}`
+          SELECT r.id, r.tenant_id, r.type, r.event_id, r.created_at, r.data, r.trace_context, ${fannedOutAtOnce} FROM ${rows}`
         return connection.dialect === "postgres"
           ? `WITH appended AS (${insert} RETURNING fanned_out_at)
             SELECT pg_notify('${OUTBOX_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM appended WHERE fanned_out_at IS NULL)`
