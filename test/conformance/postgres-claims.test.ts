@@ -3,7 +3,9 @@ import { sql } from "kysely"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { KyselyConnection, query } from "../../adapters/kysely/Connection.ts"
 import { layer, migrate, openPostgres } from "../../adapters/kysely/KyselyStorage.ts"
+import { CampaignStore } from "../../src/ports/CampaignStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
+import { ConversationStore } from "../../src/ports/ConversationStore.ts"
 import { ListStore } from "../../src/ports/ListStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
@@ -11,11 +13,11 @@ import { Transactor } from "../../src/ports/Transactor.ts"
 import { WebhookDeliveryStore } from "../../src/ports/WebhookDeliveryStore.ts"
 import { WebhookEndpointStore } from "../../src/ports/WebhookEndpointStore.ts"
 import { createPostgresDatabase, PG_URL } from "../support/Databases.ts"
-import { contactRecord, outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
+import { contactRecord, conversationRecord, outboxEvent, seedTenant, webhookEndpointRecord } from "./Fixtures.ts"
 
 /**
  * Runs `work` in a transaction over `storage` and reports what it did to `table`: its sequential and
- * index scans, and the rows its index scans fetched. PostgreSQL's per-transaction statistics
+ * index scans, the rows its index scans fetched and the index entries they read. PostgreSQL's per-transaction statistics
  * (`pg_stat_xact_user_tables`) are the backend's counts not yet reported, which may include earlier
  * transactions': the work's reads are a difference.
  */
@@ -27,9 +29,15 @@ const readsOf = <A, E>(
 ) => {
   const counters = Effect.map(
     query(connection, (trx) =>
-      sql<{ seq_scan: string; idx_scan: string; idx_tup_fetch: string }>`SELECT seq_scan, idx_scan, idx_tup_fetch
-        FROM pg_stat_xact_user_tables WHERE relname = ${table}`.execute(trx)),
-    ({ rows }) => ({ seq: Number(rows[0]!.seq_scan), index: Number(rows[0]!.idx_scan), fetched: Number(rows[0]!.idx_tup_fetch) })
+      sql<{ seq_scan: string; idx_scan: string; idx_tup_fetch: string; entries: string }>`SELECT seq_scan, idx_scan, idx_tup_fetch,
+        (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0) FROM pg_index i WHERE i.indrelid = t.relid) AS entries
+        FROM pg_stat_xact_user_tables t WHERE relname = ${table}`.execute(trx)),
+    ({ rows }) => ({
+      seq: Number(rows[0]!.seq_scan),
+      index: Number(rows[0]!.idx_scan),
+      fetched: Number(rows[0]!.idx_tup_fetch),
+      entries: Number(rows[0]!.entries)
+    })
   )
   return Effect.runPromise(Effect.provide(
     Transactor.use((transactor) =>
@@ -37,7 +45,13 @@ const readsOf = <A, E>(
         const before = yield* counters
         const result = yield* work
         const after = yield* counters
-        return { result, seqScans: after.seq - before.seq, indexScans: after.index - before.index, fetched: after.fetched - before.fetched }
+        return {
+          result,
+          seqScans: after.seq - before.seq,
+          indexScans: after.index - before.index,
+          fetched: after.fetched - before.fetched,
+          indexEntries: after.entries - before.entries
+        }
       }))),
     storage
   ))
@@ -145,6 +159,12 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
     await sql`INSERT INTO list_subscriptions (tenant_id, list_id, contact_id, status, optin_method, subscribed_at, updated_at)
       SELECT ${tenantId}, 'list_1', 'contact_' || g, 'subscribed', 'import', ${AT}, ${AT}
       FROM generate_series(1, ${CONTACTS}) AS g`.execute(pg.db)
+    await sql`INSERT INTO conversations (id, tenant_id, channel_id, contact_id, status, kind, created_at)
+      SELECT 'conversation_' || g, ${tenantId}, 'channel_1', 'contact_' || g, 'open', 'chat', ${AT}
+      FROM generate_series(1, ${CONTACTS}) AS g`.execute(pg.db)
+    await sql`INSERT INTO campaign_recipients (tenant_id, campaign_id, seq, contact_id, state, batch_day, planned_at, updated_at)
+      SELECT ${tenantId}, 'campaign_1', g, 'contact_' || g, 'sent', 0, ${AT}, ${AT}
+      FROM generate_series(1, ${CONTACTS}) AS g`.execute(pg.db)
   }, 60_000)
 
   afterAll(() => pg?.close())
@@ -178,5 +198,28 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
     expect(reads.result.leased.length + reads.result.unwanted).toBe(100)
     expect(reads.seqScans).toBe(0)
     expect(reads.fetched).toBeLessThanOrEqual(2 * 100)
+  })
+
+  it("an inbound batch finds its contacts' open conversations, reading their index entries alone", async () => {
+    const pairs = [7, 700, 2999, 1500, 42].map((n) =>
+      conversationRecord(tenantId, { channel_id: "channel_1", contact_id: `contact_${n}`, created_at: AT }))
+    const reads = await readsIn("conversations", ConversationStore.use((s) => s.openMany(tenantId, pairs)))
+    expect(reads.result.inserted.size).toBe(0)
+    expect(reads.result.conversations.map((c) => c.contact_id).sort()).toEqual(pairs.map((p) => p.contact_id).sort())
+    expect(reads.seqScans).toBe(0)
+    expect(reads.indexEntries).toBeLessThanOrEqual(2 * pairs.length)
+  })
+
+  it("a campaign's look for recipients in a state none of its recipients is in reads none of them", async () => {
+    const reads = await readsIn("campaign_recipients", CampaignStore.use((s) =>
+      Effect.all([
+        s.recipientsIn(tenantId, "campaign_1", "sending", { plannedBy: null, afterSeq: null, limit: 500 }),
+        s.recipientsIn(tenantId, "campaign_1", "sent", { plannedBy: null, afterSeq: 2990, limit: 500 })
+      ])))
+    expect(reads.result[0]).toEqual([])
+    expect(reads.result[1].map((r) => r.seq)).toEqual([2991, 2992, 2993, 2994, 2995, 2996, 2997, 2998, 2999, 3000])
+    expect(reads.seqScans).toBe(0)
+    expect(reads.fetched).toBeLessThanOrEqual(10)
+    expect(reads.indexEntries).toBeLessThanOrEqual(12)
   })
 })

@@ -269,13 +269,13 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
       recipientsIn: (tenantId, campaignId, state, page) =>
         query(connection, (db) => {
           const due = page.plannedBy !== null && page.afterSeq === null
-          // A keyset page walks the primary key (campaign, seq) from `afterSeq` and stops at `limit`:
-          // the tenant and state compared on the row, so no index led by them (and not in seq order)
-          // is read whole and sorted for every page.
+          // A keyset page walks campaign_recipients_state_seq_idx (campaign, state, seq) from `afterSeq`
+          // and stops at `limit`: only rows in the state are read, in seq order, and the tenant is
+          // compared on the row, so no index led by it (and not in seq order) is read whole and sorted.
           let select = due
             ? recipients(db, tenantId, campaignId).selectAll().where("state", "=", state)
             : db.selectFrom("campaign_recipients").selectAll().where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
-              .where("campaign_id", "=", campaignId).where(sql.raw(filterOnly("state")), "=", state)
+              .where("campaign_id", "=", campaignId).where("state", "=", state)
           if (page.plannedBy !== null) select = select.where("planned_at", "<=", page.plannedBy)
           if (page.afterSeq !== null) select = select.where("seq", ">", page.afterSeq)
           if (page.channelId !== undefined) select = select.where("channel_id", "=", page.channelId)
