@@ -147,7 +147,7 @@ export class ThroughputService extends Context.Service<ThroughputService, {
             window = { sends: [], perSecond: 1 }
             windows.set(key, window)
           }
-          return makeNumberPacer(acquire(tenantId, channelId, n), window)
+          return makeNumberPacer((upTo) => acquire(tenantId, channelId, upTo), n, window)
         },
         penalize: Effect.fn("ThroughputService.penalize")(function*(tenantId: string, channelId: string, ms: number) {
           const nowMs = yield* pacingNowMs
