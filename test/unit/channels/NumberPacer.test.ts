@@ -5,7 +5,7 @@ import { makeNumberPacer, type NumberWindow, type PacerGrant } from "../../../sr
 
 // A pacer over made-up reservations of at most 4 slots half a millisecond apart (close enough to go at once): what it
 // reserves, and when.
-const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect.pipe(Effect.provide(TestClock.layer())))
+const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect.pipe(Effect.provide(TestClock.layer())))
 
 const recorder = () => {
   const asked: Array<number> = []
