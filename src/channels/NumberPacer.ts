@@ -68,11 +68,8 @@ export const makeNumberPacer = (
         const base = Number(yield* Clock.monotonicTimeNanos)
         slots = Array.from({ length: grant.count }, (_, i) => base + i * grant.spacingMs * 1e6)
         window.perSecond = grant.perSecond
-        if (ahead === undefined && granted < total && slots.length > 0) {
-          // Reserved once this grant is a quarter from its end (at once for a grant of one slot).
-          const at = Math.floor(grant.count * (1 - PREFETCH_SHARE))
-          prefetchAt = slots[Math.min(at, slots.length - 1)]!
-        }
+        // The next grant is asked for once this one is a quarter from its end (at once for one slot).
+        prefetchAt = slots[Math.floor(grant.count * (1 - PREFETCH_SHARE))]!
       }
       const slot = slots.shift()!
       if (ahead === undefined && granted < total && slot >= prefetchAt) {
