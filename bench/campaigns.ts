@@ -109,6 +109,7 @@ import {
 } from "./OperatorLimits.ts"
 import { startCpuMeter } from "./CpuMeter.ts"
 import { hostEnvironment } from "./InboundDatabase.ts"
+import { busiestTables, countersBetween, openDatabaseCounters } from "./InboundPgStats.ts"
 import { quantile, stamp } from "./Load.ts"
 import { startProfile } from "./Profile.ts"
 import { postgresReachable, startRun } from "./Run.ts"
@@ -734,17 +735,13 @@ const parentProcess = async () => {
     }
   }
 
-  /** Rows read from each table of the run's database (`pg_stat_user_tables`: index fetches and sequential reads). */
-  const rowsReadByTable = async (url: string): Promise<ReadonlyMap<string, number>> => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
+  /** The run's database's counters by table (`InboundPgStats`), on a connection opened for the read. */
+  const readCountersOnce = async (url: string) => {
+    const counters = await openDatabaseCounters(url)
     try {
-      const { rows } = await client.query<{ table: string; rows: number }>(
-        "SELECT relname AS table, (coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0))::float8 AS rows FROM pg_stat_user_tables"
-      )
-      return new Map(rows.map((row) => [row.table, row.rows]))
+      return await counters.read()
     } finally {
-      await client.end()
+      await counters.close()
     }
   }
 
@@ -825,7 +822,7 @@ const parentProcess = async () => {
         `(${(recipients / setup.audienceSeconds).toFixed(0)} contacts/s); sending campaign ${setup.campaignId} ` +
         `(${workers ? "one worker from startWorkers()" : "drainDueWork()"})`)
       const countersBefore = backend === "PostgreSQL" ? (await sleep(1_500), await databaseCounters(database.url)) : undefined
-      const tablesBefore = backend === "PostgreSQL" ? await rowsReadByTable(database.url) : undefined
+      const tablesBefore = backend === "PostgreSQL" ? await readCountersOnce(database.url) : undefined
       fake.reset()
       const cpu = startCpuMeter({ forked: [child.pid], operator: [process.pid], ...(backend === "PostgreSQL" ? { postgres: "postgres" as const } : {}) })
       const stopTicker = ticker(label, recipients)
@@ -846,9 +843,8 @@ const parentProcess = async () => {
       }
       const result = finish(backend, recipients, send, cpuTotals, setup, counters)
       if (tablesBefore !== undefined) {
-        const read = [...await rowsReadByTable(database.url)].map(([table, rows]) => [table, (rows - (tablesBefore.get(table) ?? 0)) / Math.max(1, result.sent)] as const)
-          .filter(([, rows]) => rows >= 0.05).sort((a, b) => b[1] - a[1]).slice(0, 6)
-        progress(label, `rows read per recipient sent, by table: ${read.map(([table, rows]) => `${table} ${rows.toFixed(1)}`).join(", ")}`)
+        const read = busiestTables(countersBetween(tablesBefore, await readCountersOnce(database.url)), 6)
+        progress(label, `rows read per recipient sent, by table: ${read.map(([table, rows]) => `${table} ${(rows / Math.max(1, result.sent)).toFixed(1)}`).join(", ")}`)
       }
       progress(label, `${result.perSecond.toFixed(0)} recipients/s (${result.seconds.toFixed(1)} s, first send after ${result.firstArrivalSeconds.toFixed(2)} s); ` +
         `peak growth ${(send.memory.peakGrowth / MB).toFixed(1)} MB${result.problems.length > 0 ? `; PROBLEMS: ${result.problems.join("; ")}` : ""}`)

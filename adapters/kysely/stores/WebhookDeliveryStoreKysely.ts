@@ -13,13 +13,13 @@ import { DeliveryStatus } from "../../../src/ports/WebhookDeliveryStore.ts"
 import type { RetryStrategy } from "../../../src/ports/WebhookEndpointStore.ts"
 import { sql } from "kysely"
 import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
+import { statementName } from "../JsonBatch.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import type { WebhookDeliveriesTable, WebhookFanOutLeasesTable } from "../Database.ts"
 import { toPlaced } from "../OutboxRows.ts"
 import { pruneFinishedDeliveries } from "../Retention.ts"
 import { mayBeWanted } from "../WebhookInterest.ts"
-import { statementName } from "../JsonBatch.ts"
 
 /** The columns of a delivery's machine state (`DeliveryState`): all that changes after creation. */
 const MACHINE_COLUMNS = [
