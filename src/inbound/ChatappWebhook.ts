@@ -183,7 +183,8 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
             occurredAt: isoOf(status.timestamp),
             recipientId: str(status.recipient_id),
             error,
-            errorKind: error === null ? null : operatorErrorKindOf(error.code, null, false)
+            errorKind: error === null ? null : operatorErrorKindOf(error.code, null, false),
+            callbackData: str(status.biz_opaque_callback_data)
           })
         }
         const errors = errorInfoOf(value.errors)

@@ -42,6 +42,11 @@ export interface ChatappStatusEvent {
   readonly error: ChatappErrorInfo | null
   /** The kind of `error` (a `failed` status only): what services decide on, never its raw code. */
   readonly errorKind: OperatorErrorKind | null
+  /**
+   * The send's `biz_opaque_callback_data`, as the operator echoes it in each status of a message
+   * sent with one (the sender's own reference to it); null when absent.
+   */
+  readonly callbackData: string | null
 }
 
 /** A change of any other field (`flows`, `phone_number_quality_update`, `user_preferences`, …), for the areas that handle it. */

@@ -14,6 +14,7 @@ import {
 import { groupBy } from "../kernel/Grouping.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { newId, newIdNow } from "../kernel/Id.ts"
+import { messageIdOfReference } from "../kernel/SendReference.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
@@ -202,8 +203,24 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     })))
     yield* settleStatuses(inputs, "message statuses", (channel, unsettled) =>
       Effect.gen(function*() {
-        const read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, [...new Set(unsettled.map(({ event }) => event.externalId))])
-        const moves = new Map(read.map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
+        const externalIds = [...new Set(unsettled.map(({ event }) => event.externalId))]
+        let read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+        // A status of a send whose answer has not been written (still on its way, or lost with the
+        // process that sent it) names its message by the send's reference: the message takes the
+        // operator's id and stays pending for its settlement, which applies the statuses kept above.
+        const known = new Set(read.map((message) => message.external_id))
+        const named = new Map<string, string>()
+        for (const { event } of unsettled) {
+          const id = known.has(event.externalId) ? null : messageIdOfReference(event.callbackData)
+          if (id !== null) named.set(id, event.externalId)
+        }
+        if (named.size > 0) {
+          const attached = yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
+          if (attached.size > 0) read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+        }
+        // A pending message is its settlement's to move (by the statuses kept for its id).
+        const moves = new Map(read.filter((message) => message.status !== "pending")
+          .map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
         for (const { event } of unsettled) {
           const move = moves.get(event.externalId)
           if (move === undefined) continue

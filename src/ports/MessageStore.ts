@@ -101,6 +101,17 @@ export class MessageStore extends Context.Service<MessageStore, {
     }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
   /**
+   * Gives outbound messages of `tenantId` on `channelId` that are still `pending` with no operator id
+   * the id a status named them by (its send's reference), and resolves to the ids it wrote. Writes
+   * only `external_id`: the message stays pending for whoever settles it (the send's answer, or the
+   * recovery of a send whose sender died), which applies the statuses kept for that id.
+   */
+  readonly attachExternalIds: (
+    tenantId: string,
+    channelId: string,
+    attachments: ReadonlyArray<{ readonly id: string; readonly external_id: string }>
+  ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
    * Settles outbound messages of `tenantId` still `pending` with what their transport answered: the
    * operator's `external_id` and the status state (`status`, `error`, the four times, `updated_at`),
    * and resolves to the ids it settled. Writes only those columns, and only while a message is still

@@ -602,6 +602,64 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
       })
     })
 
+    describe("attachExternalIds", () => {
+      const attach = (tenantId: string, channelId: string, attachments: ReadonlyArray<{ id: string; external_id: string }>) =>
+        MessageStore.use((s) => s.attachExternalIds(tenantId, channelId, attachments))
+
+      it("gives pending outbound messages of the channel without one their operator id, writing only that column, and resolves to the ids it wrote", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [first, second] = [pendingOf(conversation), pendingOf(conversation, { text: "Zoë 🚀 \"quoted\"" })]
+        await h().run(insertAll([first, second]))
+
+        const written = await h().run(attach(tenant.id, conversation.channel_id, [
+          { id: first.id, external_id: "wamid.ATTACHED1" },
+          { id: second.id, external_id: awkward(0) }
+        ]))
+        expect(written).toEqual(new Set([first.id, second.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([
+          { ...first, external_id: "wamid.ATTACHED1" },
+          { ...second, external_id: awkward(0) }
+        ].sort(byId))
+        // Still pending: the settlement that follows writes the status and keeps the id.
+        expect(await h().run(settlePending(tenant.id, [outcomeOf({ ...first, external_id: "wamid.ATTACHED1" }, accepted())]))).toEqual(new Set([first.id]))
+      })
+
+      it("never writes a message that has an operator id, is settled, inbound, of another channel or tenant, nor an unknown id", async () => {
+        const { a, b, conversationOfB } = await h().run(twoTenants)
+        const conversation = conversationRecord(a.id)
+        const withId = pendingOf(conversation, { external_id: "wamid.HAD" })
+        const failed = pendingOf(conversation, { status: "failed", error: { code: 1, title: null, message: "refused", details: null }, failed_at: at("11:00:00.000") })
+        const inbound = messageRecord(conversation, { external_id: null })
+        const elsewhere = pendingOf(conversationRecord(a.id))
+        const ofB = pendingOf(conversationOfB)
+        await h().run(insertAll([withId, failed, inbound, elsewhere, ofB]))
+        const before = { a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }
+
+        const written = await h().run(attach(a.id, conversation.channel_id, [
+          ...[withId, failed, inbound, elsewhere, ofB].map((m, i) => ({ id: m.id, external_id: `wamid.NOT${i}` })),
+          { id: globalThis.crypto.randomUUID(), external_id: "wamid.UNKNOWN" }
+        ]))
+        expect(written).toEqual(new Set())
+        expect(await h().run(attach(a.id, conversation.channel_id, []))).toEqual(new Set())
+        expect({ a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }).toEqual(before)
+      })
+
+      it("writes a message named twice in one batch once", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const pending = pendingOf(conversation)
+        await h().run(insertAll([pending]))
+
+        const written = await h().run(attach(tenant.id, conversation.channel_id, [
+          { id: pending.id, external_id: "wamid.TWICE" },
+          { id: pending.id, external_id: "wamid.TWICE" }
+        ]))
+        expect(written).toEqual(new Set([pending.id]))
+        expect(await h().stored.messages(tenant.id)).toEqual([{ ...pending, external_id: "wamid.TWICE" }])
+      })
+    })
+
     describe("settlePending", () => {
       it("settles each message still pending with its transport's answer, writing only the operator id and status columns, and resolves to the ids it settled", async () => {
         const { tenant } = await h().run(seedTenant)

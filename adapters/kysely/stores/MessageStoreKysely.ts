@@ -118,6 +118,17 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
         FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2
         AND messages.status = 'pending' RETURNING messages.id`
     })
+    // A pending send's operator id from a status naming it: only that column, only while unset.
+    const attachStatement = jsonBatch({
+      dialect,
+      name: "messages-attach-external-ids",
+      columns: ["id", "external_id"],
+      template: (rows, keyIn) =>
+        `UPDATE messages SET external_id = r.external_id
+        FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2
+        AND messages.channel_id = $3 AND messages.direction = 'outbound' AND messages.status = 'pending'
+        AND messages.external_id IS NULL RETURNING messages.id`
+    })
     const deletePendingStatement = jsonBatch({
       dialect,
       name: "messages-delete-pending",
@@ -161,6 +172,10 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
             outcomes.map((outcome) => ({ ...outcome, error: errorToText(outcome.error) })),
             [tenantId]
           )).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+      attachExternalIds: (tenantId, channelId, attachments) =>
+        attachments.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          attachStatement.run<{ readonly id: string }>(db, attachments.map(({ external_id, id }) => ({ id, external_id })), [tenantId, channelId]))
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
       deletePending: (tenantId, ids) =>
         ids.length === 0 ? Effect.void : query(connection, (db) => deletePendingStatement.run(db, ids.map((id) => ({ id })), [tenantId]))
           .pipe(Effect.asVoid),

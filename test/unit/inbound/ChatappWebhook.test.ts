@@ -64,6 +64,15 @@ describe("reading operator payloads", () => {
     })
   })
 
+  it("reads the callback data the operator echoes in a status, and none when it is missing or not text", async () => {
+    const status = (n: number, extra: Record<string, unknown>) => ({ id: `wamid.Y${n}`, status: "sent", timestamp: "1764150001", recipient_id: "1", ...extra })
+    const { events } = await parse({
+      object: "whatsapp_business_account",
+      entry: [{ id: "1", changes: [change("p1", { statuses: [status(1, { biz_opaque_callback_data: "ref-1" }), status(2, {}), status(3, { biz_opaque_callback_data: 7 })] })] }]
+    })
+    expect(events.map((event) => (event.kind === "status" ? event.callbackData : "not a status"))).toEqual(["ref-1", null, null])
+  })
+
   it("reads a failed status with the operator's error", async () => {
     const { events } = await parse({
       object: "whatsapp_business_account",
