@@ -5,13 +5,13 @@ import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { newId } from "../kernel/Id.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
-import type { CampaignRecipientRecord, CampaignRecord } from "../ports/CampaignStore.ts"
+import type { CampaignRecipientRecord, CampaignRecord, CampaignStore, RecipientState } from "../ports/CampaignStore.ts"
 import { type AudienceDeps, assignBatches, materialize } from "./CampaignAudience.ts"
 import { limitOf } from "./CampaignWarmup.ts"
 import type { WarmupCheck } from "./Campaign.ts"
 import { columnsOf, type RoundFacts as RoundFinishedFacts, stateOf, transition, withFacts } from "./CampaignMachine.ts"
 import { planPending, type Plans } from "./CampaignPlan.ts"
-import { makePageSender, type PageDeps, type RoundFacts } from "./CampaignPage.ts"
+import { makePageSender, type PageDeps, recipientStateOf, type RoundFacts } from "./CampaignPage.ts"
 
 /** How the campaign engine works. */
 export interface CampaignEngineSettings {
@@ -30,10 +30,25 @@ export interface CampaignEngineSettings {
    * recipients have an unknown fate.
    */
   readonly concurrency: number
+  /**
+   * How long a recipient whose send was in flight when its process stopped waits for the operator's
+   * status to settle it (each send names its message, and the operator echoes that in its statuses).
+   * Past this with no status, it fails as interrupted; it is never sent again either way.
+   */
+  readonly inDoubtSeconds: number
 }
 
-/** The defaults: 4 campaigns a claim, held 2 minutes, 4,000 recipients a round, 96 in flight (32 a transaction). */
-export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = { batchSize: 4, leaseSeconds: 120, sendPage: 4000, concurrency: 96 }
+/**
+ * The defaults: 4 campaigns a claim, held 2 minutes, 4,000 recipients a round, 96 in flight (32 a
+ * transaction), and 15 minutes for the operator's status of a send whose process stopped.
+ */
+export const DEFAULT_CAMPAIGN_ENGINE: CampaignEngineSettings = {
+  batchSize: 4,
+  leaseSeconds: 120,
+  sendPage: 4000,
+  concurrency: 96,
+  inDoubtSeconds: 900
+}
 
 /** The campaign engine's settings (a host sets the lease with the rest of its background work). */
 export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnichannel-core/campaigns/CampaignSettings", {
@@ -41,7 +56,24 @@ export const CampaignSettings = Context.Reference<CampaignEngineSettings>("omnic
 })
 
 const WINDOW_MS = 24 * 60 * 60 * 1000
-const INTERRUPTED = "interrupted while being handed to the operator; not sent again, so it is never sent twice"
+const INTERRUPTED = "interrupted while being handed to the operator, and the operator reported no status for it; not sent again, so it is never sent twice"
+/** A recipient handed over by a process that stopped, waiting for the operator's status. */
+const IN_DOUBT = "in doubt: handed to the operator by a process that stopped before the answer; waiting for the operator's status"
+/** How often the engine looks again at recipients in doubt (statuses settle them meanwhile). */
+const IN_DOUBT_LOOK_MS = 10_000
+
+/** A recipient's settlement as `settleRecipients` takes it: its state moved from `sending`, the rest kept. */
+type RecipientSettlement = Parameters<CampaignStore["Service"]["settleRecipients"]>[2][number]
+const settlementOf = (r: CampaignRecipientRecord, state: RecipientState, at: string): RecipientSettlement => ({
+  seq: r.seq,
+  expected: "sending",
+  state,
+  handed_at: r.handed_at,
+  message_id: r.message_id,
+  external_id: r.external_id,
+  error: r.error,
+  updated_at: at
+})
 
 /** What the engine needs. */
 export interface EngineDeps extends AudienceDeps, PageDeps {
@@ -108,32 +140,62 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
     return started ? Option.getOrElse(yield* store.get(campaign.tenant_id, campaign.id), () => campaign) : campaign
   })
 
-  // Recipients a dead worker had handed over: their outcome is unknown, so they are never sent again;
-  // their messages, still pending, fail with them. One statement each a page of them.
-  const recover = Effect.fnUntraced(function*(campaign: CampaignRecord, at: string) {
+  // Recipients a stopped process had handed over: their sends' fate is the operator's to tell. A status
+  // naming one's message (by its send's reference) settles both; one with none yet waits, marked in
+  // doubt, `inDoubtSeconds` from when it was first found, then fails as interrupted. Never sent again.
+  // Resolves to when to look again at those still waiting (null: none waits).
+  const recover = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
+    const at = fromMillis(nowMs)
+    const inDoubtMs = settings.inDoubtSeconds * 1000
+    let afterSeq: number | null = null
+    let lookAgainAt: number | null = null
+    const waitUntil = (ms: number) => {
+      lookAgainAt = Math.min(lookAgainAt ?? ms, ms)
+    }
     for (;;) {
-      const stuck = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "sending", { plannedBy: null, afterSeq: null, limit: 500 })
-      if (stuck.length === 0) return
+      const stuck: ReadonlyArray<CampaignRecipientRecord> = yield* store.recipientsIn(campaign.tenant_id, campaign.id, "sending", {
+        plannedBy: null,
+        afterSeq,
+        limit: 500
+      })
+      if (stuck.length === 0) return lookAgainAt
+      afterSeq = stuck[stuck.length - 1]!.seq
       yield* transactor.withTransaction(Effect.gen(function*() {
-        const messageIds = stuck.flatMap((r) => (r.message_id === null ? [] : [r.message_id]))
+        const reported = yield* deps.messages.outbound.settleReported(
+          campaign.tenant_id,
+          stuck.flatMap((r) => (r.message_id === null ? [] : [r.message_id]))
+        )
+        const byMessage = new Map(reported.map(({ record }) => [record.id, record]))
+        const moves: Array<RecipientSettlement> = []
+        const expired: Array<CampaignRecipientRecord> = []
+        for (const r of stuck) {
+          const record = r.message_id === null ? undefined : byMessage.get(r.message_id)
+          if (record !== undefined) {
+            moves.push({
+              ...settlementOf(r, recipientStateOf(record), at),
+              external_id: record.external_id,
+              error: record.status === "failed" ? (record.error?.message ?? "failed") : null
+            })
+          } else if (r.error !== IN_DOUBT) {
+            moves.push({ ...settlementOf(r, "sending", at), error: IN_DOUBT })
+            waitUntil(nowMs + Math.min(inDoubtMs, IN_DOUBT_LOOK_MS))
+          } else if (Date.parse(r.updated_at) + inDoubtMs <= nowMs) {
+            expired.push(r)
+            moves.push({ ...settlementOf(r, "failed", at), error: INTERRUPTED })
+          } else {
+            waitUntil(Math.min(Date.parse(r.updated_at) + inDoubtMs, nowMs + IN_DOUBT_LOOK_MS))
+          }
+        }
+        const messageIds = expired.flatMap((r) => (r.message_id === null ? [] : [r.message_id]))
         yield* deps.messages.outbound.failPending(campaign.tenant_id, messageIds, { code: null, title: null, message: INTERRUPTED, details: null }, at)
-        yield* store.settleRecipients(campaign.tenant_id, campaign.id, stuck.map((r) => ({
-          seq: r.seq,
-          expected: "sending" as const,
-          state: "failed" as const,
-          handed_at: r.handed_at,
-          message_id: r.message_id,
-          external_id: r.external_id,
-          error: INTERRUPTED,
-          updated_at: at
-        })))
+        yield* store.settleRecipients(campaign.tenant_id, campaign.id, moves)
       }))
     }
   })
 
   const work = Effect.fnUntraced(function*(campaign: CampaignRecord, nowMs: number) {
     const at = fromMillis(nowMs)
-    yield* recover(campaign, at)
+    const inDoubtUntil = yield* recover(campaign, nowMs)
     const templates = yield* deps.templateFor(campaign)
     // Each number's due recipients on their own: one number held back by its limit never starves another.
     const perChannel = Math.max(1, Math.ceil(settings.sendPage / campaign.channel_ids.length))
@@ -197,7 +259,8 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       limited,
       fullPage: full || facts.cutShort,
       pendingLeft,
-      nextBatchAt: upcoming.length === 0 ? null : Math.min(...upcoming)
+      nextBatchAt: upcoming.length === 0 ? null : Math.min(...upcoming),
+      inDoubtUntil
     }
     const { intents } = transition(stateOf(campaign), { _tag: "RoundFinished", now: endMs, round })
     for (const intent of intents) {

@@ -50,6 +50,11 @@ export interface RoundFacts {
   readonly pendingLeft: boolean
   /** The earliest batch start after now, if any. */
   readonly nextBatchAt: number | null
+  /**
+   * Recipients a stopped process had handed to the operator wait for the operator's status to settle
+   * them: when to look again (null: none waits). The campaign completes only once none waits.
+   */
+  readonly inDoubtUntil: number | null
 }
 
 /**
@@ -346,9 +351,14 @@ export const transition = (state: CampaignState, event: CampaignEvent): Campaign
         return write(state, { throttle_reason: "chatapp_messaging_limit", next_run_at: event.now + MESSAGING_LIMIT_RECHECK_MS })
       }
       if (!round.pendingLeft) {
+        if (round.inDoubtUntil !== null) return write(state, { throttle_reason: null, next_run_at: round.inDoubtUntil })
         return write(state, { status: "completed", throttle_reason: null, completed_at: event.now, next_run_at: null })
       }
-      return write(state, { throttle_reason: "daily_batch_limit", next_run_at: round.nextBatchAt ?? event.now })
+      const nextBatch = round.nextBatchAt ?? event.now
+      return write(state, {
+        throttle_reason: "daily_batch_limit",
+        next_run_at: round.inDoubtUntil === null ? nextBatch : Math.min(nextBatch, round.inDoubtUntil)
+      })
     }
     case "QualityRestricted":
       // A campaign the user paused, or one not going out, stays as it is.

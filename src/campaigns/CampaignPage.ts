@@ -7,6 +7,7 @@ import { type MessageService, type OutboundOutcome, pendingMessage } from "../me
 import type { TemplateService } from "../templates/TemplateService.ts"
 import { chunksOf } from "../kernel/Grouping.ts"
 import { newId } from "../kernel/Id.ts"
+import { sendReferenceOf } from "../kernel/SendReference.ts"
 import { fromMillis } from "../kernel/Timestamp.ts"
 import type { CampaignRecipientRecord, CampaignRecord, CampaignStore, RecipientState } from "../ports/CampaignStore.ts"
 import type { ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
@@ -57,7 +58,7 @@ const messageErrorOf = (error: ChatPlatformError): MessageError => ({
 })
 
 /** A recipient's state is its message's: the forward-only rule lives in the message lifecycle. */
-const recipientStateOf = (message: MessageRecord): RecipientState =>
+export const recipientStateOf = (message: MessageRecord): RecipientState =>
   message.status === "delivered" || message.status === "read" || message.status === "failed" ? message.status : "sent"
 
 /** A pending recipient failed before anything was handed to the operator for it. */
@@ -191,7 +192,9 @@ export const makePageSender = (deps: PageDeps, concurrency: number) => {
         if (facts.backoffMs !== null || facts.restricted) {
           return yield* retryNow
         }
-        const answer = yield* Effect.result(deps.platform.sendMessage(send.credentials, item.to, send.operatorMessage))
+        // The send names its message, so a status settles it even if this answer is never written.
+        const operatorMessage = { ...send.operatorMessage, biz_opaque_callback_data: sendReferenceOf(item.message.id) }
+        const answer = yield* Effect.result(deps.platform.sendMessage(send.credentials, item.to, operatorMessage))
         yield* paced.success.answered
         const at = fromMillis(yield* Clock.currentTimeMillis)
         if (answer._tag === "Success") {

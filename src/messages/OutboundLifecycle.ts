@@ -1,4 +1,4 @@
-import { Effect, type Result } from "effect"
+import { Effect, Option, type Result } from "effect"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { groupBy } from "../kernel/Grouping.ts"
@@ -153,10 +153,33 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
       updated_at: at
     })))
 
+  /**
+   * Settles pending messages whose sender stopped before writing the operator's answer, by what the
+   * operator reported since: a message a status named by its send's reference (it holds the
+   * operator's id, see `attachExternalIds`) is settled sent, at the time of its `sent` status, with
+   * every status kept for it; one no status named yet stays pending. In the caller's transaction.
+   */
+  const settleReported = Effect.fnUntraced(function*(tenantId: string, ids: ReadonlyArray<string>) {
+    const read = yield* Effect.forEach(ids, (id) => messages.get(tenantId, id))
+    const named = read.flatMap((found) =>
+      Option.isSome(found) && found.value.status === "pending" && found.value.external_id !== null ? [found.value] : []
+    )
+    const outcomes: Array<OutboundOutcome> = []
+    for (const [channelId, group] of groupBy(named, (message) => message.channel_id)) {
+      const reports = groupBy(yield* messages.statusesOfMany(tenantId, channelId, group.map((m) => m.external_id!)), (r) => r.external_id)
+      for (const message of group) {
+        const kept = reports.get(message.external_id!) ?? []
+        const at = (kept.find((r) => r.status === "sent") ?? kept[0])?.occurred_at ?? message.created_at
+        outcomes.push({ _tag: "sent", message, externalId: message.external_id, at })
+      }
+    }
+    return (yield* settle(tenantId, outcomes)).filter((settled) => settled.settled)
+  })
+
   /** Deletes messages still pending that were never handed to their transport and will be made again. */
   const dropPending = (tenantId: string, ids: ReadonlyArray<string>) => messages.deletePending(tenantId, ids)
 
-  return { recordPendingMany, settle, failPending, dropPending }
+  return { recordPendingMany, settle, settleReported, failPending, dropPending }
 }
 
 /** The outbound lifecycle's operations. */

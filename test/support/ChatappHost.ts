@@ -54,15 +54,16 @@ export interface ChatappHost {
   /** `sha256=<hex>`: the operator's `x-hub-signature-256` of `raw` under the app secret. */
   readonly sign: (raw: string | Uint8Array) => string
   /**
-   * POSTs `body` as JSON (or `raw` as it is) to `/webhooks/chatapp`, signed unless `signature` is
-   * given (`null`: no signature header); resolves with the status and the answer's text.
+   * POSTs `body` as JSON (or `raw` as it is) to `/webhooks/chatapp` of `on` (the host unless given),
+   * signed unless `signature` is given (`null`: no signature header); resolves with the status and
+   * the answer's text.
    */
   readonly post: (
     body: unknown,
-    options?: { readonly raw?: string; readonly signature?: string | null }
+    options?: { readonly raw?: string; readonly signature?: string | null; readonly on?: HostProcess }
   ) => Promise<{ readonly status: number; readonly body: string }>
-  /** Runs the host's background work to the end (`POST /_test/drain`); fails unless it answers 200. */
-  readonly drain: () => Promise<void>
+  /** Runs the background work of `on` (the host unless given) to the end (`POST /_test/drain`); fails unless it answers 200. */
+  readonly drain: (on?: HostProcess) => Promise<void>
   /** Moves the test clock of `on` (the host unless given) by `seconds`; fails unless it answers 200. */
   readonly advance: (seconds: number, on?: HostProcess) => Promise<void>
   /** Starts a second host process on the same env and database; `close` stops it. */
@@ -131,12 +132,12 @@ export const startChatappHost = async (backend: HostBackend, options: ChatappHos
         const headers: Record<string, string> = { "content-type": "application/json" }
         const signature = post.signature === undefined ? sign(raw) : post.signature
         if (signature !== null) headers["x-hub-signature-256"] = signature
-        const response = await fetch(`${host.url}/webhooks/chatapp`, { method: "POST", headers, body: raw })
+        const response = await fetch(`${(post.on ?? host).url}/webhooks/chatapp`, { method: "POST", headers, body: raw })
         return { status: response.status, body: await response.text() }
       },
-      drain: async () => {
-        const drained = await http(host.url, "POST", "/_test/drain")
-        expect(drained.status, host.output().slice(-3000)).toBe(200)
+      drain: async (on = host) => {
+        const drained = await http(on.url, "POST", "/_test/drain")
+        expect(drained.status, on.output().slice(-3000)).toBe(200)
       },
       advance: async (seconds, on = host) => {
         const moved = await http(on.url, "POST", "/_test/clock/advance", { body: { seconds } })

@@ -52,6 +52,52 @@ export interface FakeAnswer {
   readonly after?: Promise<unknown>
 }
 
+/** A send the fake accepted (answered with a message id), whether or not its answer reached the sender. */
+export interface FakeSent {
+  readonly phoneNumberId: string
+  /** The recipient's digits. */
+  readonly to: string
+  /** The message id the fake answered (`wamid.FAKE…`). */
+  readonly wamid: string
+  /** The send's `biz_opaque_callback_data`, which the operator echoes in each of its statuses; null when none. */
+  readonly callbackData: string | null
+}
+
+/**
+ * The webhook payload the operator posts for `sends`' statuses (`sent`, `delivered` or `read`), one
+ * change per number, each status as the operator writes it (with the send's callback data when it had one).
+ */
+export const statusesPayload = (
+  businessAccountId: string,
+  sends: ReadonlyArray<FakeSent>,
+  status: "sent" | "delivered" | "read",
+  timestamp: number
+) => {
+  const byNumber = new Map<string, Array<FakeSent>>()
+  for (const sent of sends) byNumber.set(sent.phoneNumberId, [...(byNumber.get(sent.phoneNumberId) ?? []), sent])
+  return {
+    object: "whatsapp_business_account",
+    entry: [{
+      id: businessAccountId,
+      changes: [...byNumber].map(([phoneNumberId, ofNumber]) => ({
+        field: "messages",
+        value: {
+          messaging_product: "whatsapp",
+          metadata: { display_phone_number: "15550001000", phone_number_id: phoneNumberId },
+          statuses: ofNumber.map((sent) => ({
+            id: sent.wamid,
+            status,
+            timestamp: String(timestamp),
+            recipient_id: sent.to,
+            ...(sent.callbackData === null ? {} : { biz_opaque_callback_data: sent.callbackData }),
+            pricing: { billable: true, pricing_model: "PMP", category: "utility", type: "regular" }
+          }))
+        }
+      }))
+    }]
+  }
+}
+
 /** A media object the fake serves: `GET /{id}` hands out a fresh download URL each time. */
 export interface FakeMedia {
   readonly bytes: Uint8Array
@@ -117,6 +163,8 @@ export interface FakeGraph {
   readonly number: (id: string, number: FakeNumber) => void
   /** Every media upload the fake took (answered with an id), in order. */
   readonly uploads: () => ReadonlyArray<FakeUpload>
+  /** Every send the fake accepted, in order of arrival, answered or not (the sender may be gone). */
+  readonly sends: () => ReadonlyArray<FakeSent>
   /** How many `GET /message_template_library` requests arrived so far (pages included, scripted or not). */
   readonly libraryCalls: () => number
   readonly close: () => Promise<void>
@@ -268,7 +316,7 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
   const uploads: Array<FakeUpload> = []
   const digitsOf = (value: unknown) => String(value ?? "").replace(/\D/g, "")
   const isSend = (request: FakeGraphRequest) => request.method === "POST" && /^\/[^/]+\/messages$/.test(request.path)
-  let sent = 0
+  const accepted: Array<FakeSent> = []
   let origin = ""
 
   const defaultAnswer = (request: FakeGraphRequest): FakeAnswer => {
@@ -321,13 +369,16 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       return { json: { id } }
     }
     if (first !== undefined && second === "messages" && request.method === "POST") {
-      const to = String((request.json as { to?: unknown } | undefined)?.to ?? "")
-      sent += 1
+      const body = (request.json ?? {}) as { to?: unknown; biz_opaque_callback_data?: unknown }
+      const to = String(body.to ?? "")
+      const wamid = `wamid.FAKE${String(accepted.length + 1).padStart(6, "0")}`
+      const callbackData = typeof body.biz_opaque_callback_data === "string" ? body.biz_opaque_callback_data : null
+      accepted.push({ phoneNumberId: first, to: digitsOf(to), wamid, callbackData })
       return {
         json: {
           messaging_product: "whatsapp",
           contacts: [{ input: to, wa_id: to.replace(/\D/g, "") }],
-          messages: [{ id: `wamid.FAKE${String(sent).padStart(6, "0")}` }]
+          messages: [{ id: wamid }]
         }
       }
     }
@@ -476,6 +527,7 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       numbers.set(id, { ...numbers.get(id), ...number })
     },
     uploads: () => [...uploads],
+    sends: () => [...accepted],
     libraryCalls: () => libraryCalls,
     close: () =>
       new Promise<void>((resolve) => {

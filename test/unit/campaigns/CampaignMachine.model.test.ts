@@ -342,10 +342,18 @@ class BeginRoundCommand implements fc.Command<Model, Real> {
 
 /** The round ends, deciding on the campaign as it read it: whatever the user did meanwhile must stand. */
 class FinishRoundCommand implements fc.Command<Model, Real> {
-  constructor(readonly facts: Omit<RoundFacts, "nextBatchAt">, readonly nextBatchIn: number | null) {}
+  constructor(
+    readonly facts: Omit<RoundFacts, "nextBatchAt" | "inDoubtUntil">,
+    readonly nextBatchIn: number | null,
+    readonly inDoubtIn: number | null
+  ) {}
   check = (m: Readonly<Model>) => m.round
   run(m: Model, r: Real) {
-    const round: RoundFacts = { ...this.facts, nextBatchAt: this.nextBatchIn === null ? null : m.now + this.nextBatchIn }
+    const round: RoundFacts = {
+      ...this.facts,
+      nextBatchAt: this.nextBatchIn === null ? null : m.now + this.nextBatchIn,
+      inDoubtUntil: this.inDoubtIn === null ? null : m.now + this.inDoubtIn
+    }
     const read = r.round!
     const out = feed(r, read, { _tag: "RoundFinished", now: r.now, round }, {})
     r.round = null
@@ -359,14 +367,15 @@ class FinishRoundCommand implements fc.Command<Model, Real> {
       else if (round.backoff !== null) {
         Object.assign(m, { reason: round.backoff.throughput ? "throughput" : null, nextRun: m.now + round.backoff.afterMs })
       } else if (round.limited) Object.assign(m, { reason: "chatapp_messaging_limit", nextRun: m.now + MINUTE })
+      else if (!round.pendingLeft && round.inDoubtUntil !== null) Object.assign(m, { reason: null, nextRun: round.inDoubtUntil })
       else if (!round.pendingLeft) Object.assign(m, { status: "completed", reason: null, completedAt: m.now, nextRun: null })
-      else Object.assign(m, { reason: "daily_batch_limit", nextRun: round.nextBatchAt ?? m.now })
+      else Object.assign(m, { reason: "daily_batch_limit", nextRun: Math.min(round.nextBatchAt ?? m.now, round.inDoubtUntil ?? Infinity) })
     } else {
       expect(out.wrote).toBe(false)
     }
     agree(m, r)
   }
-  toString = () => `FinishRound(${JSON.stringify(this.facts)}, ${this.nextBatchIn})`
+  toString = () => `FinishRound(${JSON.stringify(this.facts)}, ${this.nextBatchIn}, ${this.inDoubtIn})`
 }
 
 class QualityRestrictedCommand implements fc.Command<Model, Real> {
@@ -442,7 +451,8 @@ const commands = fc.commands([
     { weight: 6, arbitrary: fc.constant(new BeginRoundCommand()) },
     {
       weight: 6,
-      arbitrary: fc.tuple(roundArb, fc.option(fc.integer({ min: 1, max: 2 * DAY }))).map(([facts, next]) => new FinishRoundCommand(facts, next))
+      arbitrary: fc.tuple(roundArb, fc.option(fc.integer({ min: 1, max: 2 * DAY })), fc.option(fc.integer({ min: 1, max: 15 * MINUTE }), { freq: 4 }))
+        .map(([facts, next, inDoubt]) => new FinishRoundCommand(facts, next, inDoubt))
     },
     { weight: 1, arbitrary: fc.constant(new QualityRestrictedCommand()) },
     { weight: 1, arbitrary: fc.integer({ min: 1, max: DAY }).map((ms) => new AdvanceTimeCommand(ms)) },

@@ -54,7 +54,7 @@ const refused = (state: CampaignState, refusal: object) => ({ state, intents: [{
 const round = (facts: Partial<RoundFacts> = {}): CampaignEvent => ({
   _tag: "RoundFinished",
   now: NOW,
-  round: { restricted: false, backoff: null, limited: false, fullPage: false, pendingLeft: true, nextBatchAt: NOW + DAY, ...facts }
+  round: { restricted: false, backoff: null, limited: false, fullPage: false, pendingLeft: true, nextBatchAt: NOW + DAY, inDoubtUntil: null, ...facts }
 })
 
 describe("the campaign machine's refusals", () => {
@@ -328,6 +328,16 @@ describe("a round's end", () => {
       completed_at: NOW,
       next_run_at: null
     }))
+  })
+
+  it("stays sending while recipients a stopped process handed over wait for the operator's status, looking again when asked", () => {
+    expect(transition(sending, round({ pendingLeft: false, inDoubtUntil: NOW + 10_000 })))
+      .toEqual(write(sending, { throttle_reason: null, next_run_at: NOW + 10_000 }))
+    // A batch ahead waits no longer than the look at those recipients, nor that look longer than the batch.
+    expect(transition(sending, round({ nextBatchAt: NOW + DAY, inDoubtUntil: NOW + 10_000 })))
+      .toEqual(write(sending, { throttle_reason: "daily_batch_limit", next_run_at: NOW + 10_000 }))
+    expect(transition(sending, round({ nextBatchAt: NOW + 5_000, inDoubtUntil: NOW + 10_000 })))
+      .toEqual(write(sending, { throttle_reason: "daily_batch_limit", next_run_at: NOW + 5_000 }))
   })
 
   it("waits for the next batch's start, or looks again now when none is ahead", () => {

@@ -48,7 +48,7 @@ describe.each(databases)("a pause during a sending round ($name)", (database) =>
     const { intents } = transition(stateOf(read), {
       _tag: "RoundFinished",
       now: now + 1_000,
-      round: { restricted: false, backoff: null, limited: false, fullPage: true, pendingLeft: true, nextBatchAt: null }
+      round: { restricted: false, backoff: null, limited: false, fullPage: true, pendingLeft: true, nextBatchAt: null, inDoubtUntil: null }
     })
     expect(intents).toEqual([{ _tag: "Write", expected: ["sending"], set: { throttle_reason: null, next_run_at: now + 1_000 } }])
     const write = intents[0]!
