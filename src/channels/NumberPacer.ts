@@ -17,11 +17,19 @@ const PREFETCH_SHARE = 0.25
 /** A send slot this close (ms) goes at once: timers cannot wait less than a millisecond or two. */
 const EARLY_MS = 3
 
-/** A number's latest sends from this process (monotonic ns), at most a window's worth, and its rate. */
+/**
+ * A number's latest sends from this process (monotonic ns; `answered` once its answer moved it
+ * there), at most a window's worth, and its rate.
+ */
 export interface NumberWindow {
-  readonly sends: Array<{ atNs: number }>
+  readonly sends: Array<{ atNs: number; answered: boolean }>
   perSecond: number
+  /** When `sends` is this long, the sends that count no more are dropped (twice what was kept then). */
+  compactAt?: number
 }
+
+/** The least length at which a window drops the sends that count no more. */
+const COMPACT_FROM = 64
 
 /** A send slot taken: `answered` counts the send in its number's window from its answer on. */
 export interface SendSlot {
@@ -84,10 +92,24 @@ export const makeNumberPacer = (
       // Timers are coarse: a slot a few milliseconds ahead goes now, the window still holding the rate.
       const waitMs = (startNs - Number(yield* Clock.monotonicTimeNanos)) / 1e6
       if (waitMs >= EARLY_MS || (waitMs > 0 && startNs !== slot)) yield* Effect.sleep(Duration.millis(Math.ceil(waitMs)))
-      const sent = { atNs: Number(yield* Clock.monotonicTimeNanos) }
+      const sent = { atNs: Number(yield* Clock.monotonicTimeNanos), answered: false }
       sends.push(sent)
+      // Only a window's worth is kept, by count and by age: a send answered over a window ago counts no
+      // more (one still unanswered may yet count from its answer, so it stays). Dropped in one pass once
+      // the window doubled since the last, so the cost per send stays constant at any rate.
+      if (sends.length >= (window.compactAt ?? COMPACT_FROM)) {
+        let kept = 0
+        for (const earlier of sends) if (!earlier.answered || earlier.atNs + WINDOW_NS > sent.atNs) sends[kept++] = earlier
+        sends.length = kept
+        window.compactAt = Math.max(COMPACT_FROM, 2 * kept)
+      }
       if (sends.length > perWindow) sends.splice(0, sends.length - perWindow)
-      return { answered: Effect.map(Clock.monotonicTimeNanos, (ns) => void (sent.atNs = Number(ns))) }
+      return {
+        answered: Effect.map(Clock.monotonicTimeNanos, (ns) => {
+          sent.atNs = Number(ns)
+          sent.answered = true
+        })
+      }
     }))
     return { take }
   })
