@@ -71,6 +71,16 @@ export class ContactService extends Context.Service<ContactService, {
     tenantId: string,
     people: ReadonlyArray<{ readonly phone: string; readonly name: string | null }>
   ) => Effect.Effect<ReadonlyMap<string, ContactRecord>, StorageError>
+  /**
+   * For imports, in the caller's transaction: the tenant's contact of each request's phone, new ones
+   * stored with the request's fields (`contact.created`) for phones nobody holds. Resolves to the
+   * contacts by phone and the ids it created. An email another contact holds fails it whole
+   * (`UniqueViolation`), as `create` would for that contact.
+   */
+  readonly findOrCreateMany: (
+    tenantId: string,
+    requests: ReadonlyArray<CreateContactRequest & { readonly phone: string }>
+  ) => Effect.Effect<{ readonly byPhone: ReadonlyMap<string, ContactRecord>; readonly created: ReadonlySet<string> }, StorageError>
   readonly findOrCreateByEmail: (
     tenantId: string,
     email: string,
@@ -166,6 +176,32 @@ export class ContactService extends Context.Service<ContactService, {
         }),
         findOrCreateByPhone: Effect.fn("ContactService.findOrCreateByPhone")(function*(tenantId, phone, name) {
           return yield* findOrCreate(tenantId, "phone", phone, name)
+        }),
+        findOrCreateMany: Effect.fnUntraced(function*(tenantId, requests) {
+          const at = yield* now
+          const candidates = new Map<string, ContactRecord>()
+          for (const request of requests) {
+            if (candidates.has(request.phone)) continue
+            candidates.set(request.phone, {
+              id: newIdNow(),
+              tenant_id: tenantId,
+              name: request.name?.trim() ?? null,
+              phone: request.phone,
+              email: request.email === undefined ? null : normalizeEmail(request.email),
+              language: request.language ?? null,
+              custom_fields: request.custom_fields ?? {},
+              created_at: at,
+              updated_at: null
+            })
+          }
+          const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
+          const created = found.filter((contact) => inserted.has(contact.id))
+          if (created.length > 0) {
+            yield* outbox.append(
+              yield* Effect.forEach(created, (contact) => makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } }))
+            )
+          }
+          return { byPhone: new Map(found.map((contact) => [contact.phone!, contact])), created: inserted }
         }),
         findOrCreateByPhones: Effect.fnUntraced(function*(tenantId, people) {
           const at = yield* now

@@ -262,6 +262,20 @@ export class ListService extends Context.Service<ListService, {
         transactor,
         contacts,
         listOf: listRecord,
+        subscribeMany: (tenantId, listId, contactIds) =>
+          Effect.flatMap(now, (at) =>
+            store.subscribeMany(contactIds.map((contactId): SubscriptionRecord => ({
+              tenant_id: tenantId,
+              list_id: listId,
+              contact_id: contactId,
+              status: "subscribed",
+              optin_method: "import",
+              optin_channel_id: null,
+              subscribed_at: at,
+              unsubscribed_at: null,
+              unsubscribe_method: null,
+              updated_at: at
+            })))),
         subscribe: (tenantId, listId, contactId) =>
           Effect.map(subscribe(tenantId, listId, contactId, { method: "import" }), (result) => result.changed)
       })

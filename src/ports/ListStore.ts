@@ -89,6 +89,12 @@ export class ListStore extends Context.Service<ListStore, {
 
   /** Inserts or replaces the contact's subscription to the list. */
   readonly putSubscription: (subscription: SubscriptionRecord) => Effect.Effect<void, StorageError>
+  /**
+   * The batch form of subscribing: stores each subscription (one list, contacts given once each)
+   * unless its contact is subscribed to the list already, whose row is kept as it was; an
+   * unsubscribed row is replaced. Resolves to the contact ids it wrote.
+   */
+  readonly subscribeMany: (subscriptions: ReadonlyArray<SubscriptionRecord>) => Effect.Effect<ReadonlySet<string>, StorageError>
   readonly getSubscription: (
     tenantId: string,
     listId: string,

@@ -340,6 +340,44 @@ export const listStoreSuite: Suite<ListStore | TenantStore | AccountStore, ListT
         expect(await countSubscribed(h, tenant.id, list.id)).toBe(1)
       })
 
+      it("subscribeMany stores new subscriptions and replaces unsubscribed ones, keeps subscribed rows as they were, and resolves to the contacts it wrote", async () => {
+        const { tenant } = await h().run(seedTenant)
+        const list = listRecord(tenant.id)
+        await h().run(insertLists([list]))
+        const already = subscriptionRecord(tenant.id, list.id, { optin_method: "keyword", subscribed_at: at("09:00"), updated_at: at("09:00") })
+        const left = subscriptionRecord(tenant.id, list.id, {
+          status: "unsubscribed",
+          unsubscribed_at: at("09:30"),
+          unsubscribe_method: "api",
+          updated_at: at("09:30")
+        })
+        await h().run(putSubscriptions([already, left]))
+        const fresh = Array.from({ length: 1_200 }, () => subscriptionRecord(tenant.id, list.id, { optin_method: "import", subscribed_at: at("10:00"), updated_at: at("10:00") }))
+        const again = (s: SubscriptionRecord) =>
+          ({ ...s, status: "subscribed", optin_method: "import", optin_channel_id: null, subscribed_at: at("10:00"), unsubscribed_at: null, unsubscribe_method: null, updated_at: at("10:00") }) as const
+
+        const written = await h().run(ListStore.use((s) => s.subscribeMany([again(already), again(left), ...fresh])))
+        expect(written).toEqual(new Set([left.contact_id, ...fresh.map((f) => f.contact_id)]))
+        expect(await h().stored.listSubscriptions(tenant.id)).toEqual(
+          expect.arrayContaining([already, again(left), ...fresh])
+        )
+        expect(await countSubscribed(h, tenant.id, list.id)).toBe(1_202)
+        expect(await h().run(ListStore.use((s) => s.subscribeMany([])))).toEqual(new Set())
+      })
+
+      it("subscribeMany never writes over another tenant's subscription under the same list and contact", async () => {
+        const { a, b, listOfB, subscriptionOfB } = await h().run(twoTenants)
+        const unsubscribedOfB = { ...subscriptionOfB, status: "unsubscribed", unsubscribed_at: at("11:00"), unsubscribe_method: "api", updated_at: at("11:00") } as const
+        await h().run(putSubscriptions([unsubscribedOfB]))
+        const hijack: SubscriptionRecord = { ...subscriptionOfB, tenant_id: a.id, optin_method: "import", updated_at: at("12:00") }
+
+        const written = await h().exit(ListStore.use((s) => s.subscribeMany([hijack])))
+        // Refusing or doing nothing are both fine; changing B's row or giving A one is not.
+        if (written._tag === "Success") expect(written.value).toEqual(new Set())
+        expect(await h().stored.listSubscriptions(b.id)).toEqual([unsubscribedOfB])
+        expect(await getSubscription(h, a.id, listOfB.id, subscriptionOfB.contact_id)).toBeUndefined()
+      })
+
       it("finds no subscription for an unknown list or contact, and none of a contact without any", async () => {
         const { tenant } = await h().run(seedTenant)
         const subscription = subscriptionRecord(tenant.id, newId())

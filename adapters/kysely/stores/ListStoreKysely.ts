@@ -9,7 +9,7 @@ import {
 } from "../../../src/ports/ListStore.ts"
 import { chunksOf } from "../../../src/kernel/Grouping.ts"
 import { KyselyConnection, query } from "../Connection.ts"
-import { filterOnly } from "../JsonBatch.ts"
+import { filterOnly, jsonBatch } from "../JsonBatch.ts"
 import type { Database, Db, ListsTable, ListSubscriptionsTable, MarketingOptOutsTable } from "../Database.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
@@ -32,6 +32,20 @@ const subscriptionFromRow = (row: ListSubscriptionsTable): SubscriptionRecord =>
   optin_method: row.optin_method as SubscriptionRecord["optin_method"]
 })
 
+/** `list_subscriptions`' columns, the key (tenant, list, contact) first. */
+const SUBSCRIPTION_COLUMNS = [
+  "tenant_id",
+  "list_id",
+  "contact_id",
+  "status",
+  "optin_method",
+  "optin_channel_id",
+  "subscribed_at",
+  "unsubscribed_at",
+  "unsubscribe_method",
+  "updated_at"
+]
+
 // An opt-out for every channel is stored under the channel key '' (see migration 0011).
 const EVERY_CHANNEL = ""
 
@@ -50,6 +64,19 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
   ListStore,
   Effect.gen(function*() {
     const connection = yield* KyselyConnection
+    // A subscribed row stands as it was; an unsubscribed one (of the same tenant) is replaced.
+    // `WHERE true` parts the SELECT from SQLite's ON CONFLICT.
+    const subscribeStatement = jsonBatch({
+      dialect: connection.dialect,
+      name: "list-subscribe-many",
+      columns: SUBSCRIPTION_COLUMNS,
+      template: (rows) =>
+        `INSERT INTO list_subscriptions (${SUBSCRIPTION_COLUMNS.join(", ")}) SELECT ${SUBSCRIPTION_COLUMNS.map((c) => `r.${c}`).join(", ")}
+        FROM ${rows} WHERE true
+        ON CONFLICT (list_id, contact_id) DO UPDATE SET ${SUBSCRIPTION_COLUMNS.slice(3).map((c) => `${c} = excluded.${c}`).join(", ")}
+        WHERE list_subscriptions.status <> 'subscribed' AND list_subscriptions.tenant_id = excluded.tenant_id
+        RETURNING contact_id`
+    })
     // The tenant's lists that are not deleted: every read of lists sees only these.
     const liveLists = (db: Db, tenantId: string) =>
       db.selectFrom("lists").where("tenant_id", "=", tenantId).where("deleted_at", "is", null)
@@ -107,6 +134,10 @@ export const listStoreLayer: Layer.Layer<ListStore, never, KyselyConnection> = L
             )
             .execute()).pipe(Effect.asVoid)
       },
+      subscribeMany: (subscriptions) =>
+        subscriptions.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
+          subscribeStatement.run<{ readonly contact_id: string }>(db, subscriptions))
+          .pipe(Effect.map((rows) => new Set(rows.map((row) => row.contact_id)))),
       getSubscription: (tenantId, listId, contactId) =>
         query(connection, (db) =>
           db.selectFrom("list_subscriptions").selectAll().where("tenant_id", "=", tenantId)
