@@ -269,7 +269,20 @@ describe("the built package, imported by name", () => {
     await run(process.execPath, [vitest, "run", "--config", "vitest.config.mjs", "--reporter", "json", "--outputFile", "report.json"], {
       cwd: app
     }).catch((error: { stdout: string; stderr: string }) => {
-      throw new Error(`the suite failed from dist/:\n${error.stderr}`)
+      // The JSON reporter writes the failures to report.json, not to stderr: name them.
+      let failures = ""
+      try {
+        const written = JSON.parse(readFileSync(join(app, "report.json"), "utf8")) as {
+          testResults: ReadonlyArray<{ message?: string; assertionResults: ReadonlyArray<{ fullName: string; status: string; failureMessages: ReadonlyArray<string> }> }>
+        }
+        failures = written.testResults.flatMap((file) => [
+          ...(file.message ? [file.message] : []),
+          ...file.assertionResults.filter((test) => test.status === "failed").map((test) => `${test.fullName}: ${test.failureMessages.join(" ").slice(0, 500)}`)
+        ]).join("\n")
+      } catch {
+        failures = "(no report.json)"
+      }
+      throw new Error(`the suite failed from dist/:\n${failures}\n${error.stderr}`)
     })
     const report = JSON.parse(readFileSync(join(app, "report.json"), "utf8")) as {
       numPassedTests: number
