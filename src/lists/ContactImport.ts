@@ -112,7 +112,7 @@ export const makeContactImport = (deps: ContactImportDeps) =>
         if (contact === undefined) {
           // Another writer removed it between the look and the insert: this one alone, as before.
           const alone = yield* importOne(entry)
-          outcomes.push({ ...alone })
+          outcomes.push(alone)
         } else if (created.has(contact.id)) {
           outcomes.push({ kind: "created", contactId: contact.id, subscribed: 0 })
         } else {

@@ -517,6 +517,31 @@ describe.each(hostBackends)("lists, subscriptions and opt-in keywords on the ref
       expect(again.body).toMatchObject({ created: 0, updated: 0, unchanged: 1 })
     })
 
+    it("imports a group of rows that all have a phone together: new, renamed and unchanged contacts, each subscribed once, an unsubscribed one again", async () => {
+      const list = await createList({ name: "Phones only" })
+      const renamed = await newContact({ name: "Old Name" })
+      const same = await newContact({ name: "Same" })
+      const left = await newContact({ name: "Left" })
+      await api("POST", `/lists/${list.id}/subscriptions`, { contact_id: same.id })
+      await api("POST", `/lists/${list.id}/subscriptions`, { contact_id: left.id })
+      expect((await api("DELETE", `/lists/${list.id}/subscriptions/${left.id}`)).status).toBe(200)
+      const fresh = Array.from({ length: 150 }, (_, n) => ({ name: `New ${n}`, phone: newPhone(), email: `new.${n}.${Date.now()}@example.com` }))
+
+      const result = await importing({
+        contacts: [...fresh, { phone: renamed.phone, name: "New Name" }, { phone: same.phone, name: "Same" }, { phone: left.phone, name: "Left" }],
+        list_ids: [list.id],
+        optin_confirmed: true
+      })
+      expect(result.status, JSON.stringify(result.body)).toBe(200)
+      // The renamed, unchanged and re-subscribed contacts sit in the second group of a hundred.
+      expect(result.body).toEqual({ created: 150, updated: 1, unchanged: 2, subscribed: 152, subscriptions_applied: true, failed: [] })
+      expect(await contactByPhone(fresh[149]!.phone)).toMatchObject({ name: "New 149", email: fresh[149]!.email })
+      expect((await api("GET", `/contacts/${renamed.id}`)).body).toMatchObject({ name: "New Name" })
+      expect((await subscriptionsOf(left.id)).items).toEqual([expect.objectContaining({ status: "subscribed", optin_method: "import" })])
+      expect((await subscriptionsOf(same.id)).items).toEqual([expect.objectContaining({ status: "subscribed", optin_method: "api" })])
+      expect((await api("GET", `/lists/${list.id}`)).body.subscriber_count).toBe(153)
+    })
+
     it("counts a contact updated by two rows of one import as updated twice", async () => {
       const contact = await newContact({ name: "Twice" })
       const result = await importing({ contacts: [{ phone: contact.phone, name: "Twice A" }, { phone: contact.phone, name: "Twice B" }] })
