@@ -156,6 +156,8 @@ const nextCursor = (paging: typeof Paging.Type): string | null => {
 const unanswered = (error: OutboundError): ChatPlatformError =>
   error.reason === "TooLarge"
     ? requestFailed("other", `the operator's answer was too large: ${error.message}`)
+    : error.sent === true
+    ? requestFailed("transient", `no answer from the operator (${error.reason}): ${error.message}`, null, true)
     : requestFailed("transient", `the operator could not be reached (${error.reason}): ${error.message}`)
 
 /**

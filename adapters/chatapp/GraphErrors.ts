@@ -83,10 +83,24 @@ export const graphErrorFrom = (status: number, body: Uint8Array): ChatPlatformEr
   })
 }
 
-/** A failure of the request itself, before any answer could be read. */
+/**
+ * A failure of the request itself, before any answer could be read; `unanswered` when the request
+ * had left and no answer came (the operator may have acted on it).
+ */
 export const requestFailed = (
   kind: ChatPlatformErrorKind,
   message: string,
-  httpStatus: number | null = null
+  httpStatus: number | null = null,
+  unanswered = false
 ): ChatPlatformError =>
-  new ChatPlatformError({ kind, code: null, subcode: null, message, userTitle: null, userMessage: null, fbtraceId: null, httpStatus })
+  new ChatPlatformError({
+    kind,
+    code: null,
+    subcode: null,
+    message,
+    userTitle: null,
+    userMessage: null,
+    fbtraceId: null,
+    httpStatus,
+    ...(unanswered ? { unanswered: true } : {})
+  })

@@ -197,7 +197,9 @@ abstract class Exchange implements Dispatcher.DispatchHandler {
 
   private fail(reason: OutboundError["reason"], message: string, detail?: string): void {
     if (!this.finish()) return
-    this.failed(new OutboundError({ reason, message, detail, timeMs: elapsedSince(this.started) }))
+    // Undici hands the request to a connection (`onRequestStart`) just before writing it.
+    const sent = this.controller !== undefined && reason !== "UrlNotAllowed" ? { sent: true } : {}
+    this.failed(new OutboundError({ reason, message, detail, timeMs: elapsedSince(this.started), ...sent }))
     this.controller?.abort(new Error(message))
   }
 

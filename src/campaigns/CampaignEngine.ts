@@ -234,7 +234,8 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       throughputHeld: false,
       restricted: false,
       handUntilMs: (yield* Clock.currentTimeMillis) + settings.leaseSeconds * 500,
-      cutShort: false
+      cutShort: false,
+      inDoubt: false
     }
     yield* Effect.forEach(pages, ({ channelId, due, templateId }) => sendPage(campaign, channelId, templateId, due, facts), {
       concurrency: "unbounded",
@@ -260,7 +261,8 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
       fullPage: full || facts.cutShort,
       pendingLeft,
       nextBatchAt: upcoming.length === 0 ? null : Math.min(...upcoming),
-      inDoubtUntil
+      // Sends of this round that got no answer are looked at by the next round's recovery.
+      inDoubtUntil: facts.inDoubt ? Math.min(inDoubtUntil ?? Number.POSITIVE_INFINITY, endMs + IN_DOUBT_LOOK_MS) : inDoubtUntil
     }
     const { intents } = transition(stateOf(campaign), { _tag: "RoundFinished", now: endMs, round })
     for (const intent of intents) {

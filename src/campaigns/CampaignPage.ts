@@ -36,6 +36,12 @@ export interface RoundFacts {
   readonly handUntilMs: number
   /** Recipients were due but left for the next round at `handUntilMs`. */
   cutShort: boolean
+  /**
+   * A send got no answer after its request left (a timeout, a dropped connection): its recipient
+   * stays `sending` and its message pending, for the operator's status to settle (see the engine's
+   * recovery), never sent again.
+   */
+  inDoubt: boolean
 }
 
 /** One recipient's send and what came of it. */
@@ -46,6 +52,7 @@ interface SendResult {
     | { readonly _tag: "sent"; readonly externalId: string }
     | { readonly _tag: "failed"; readonly error: ChatPlatformError }
     | { readonly _tag: "retry" }
+    | { readonly _tag: "inDoubt" }
   readonly at: string
 }
 
@@ -201,6 +208,12 @@ export const makePageSender = (deps: PageDeps, concurrency: number) => {
           return result({ _tag: "sent", externalId: answer.success.messageId }, at)
         }
         const error = answer.failure
+        // No answer to a request that left: the operator may have the message, so it is not sent again.
+        if (error.unanswered === true) {
+          facts.inDoubt = true
+          facts.backoffMs = Math.max(facts.backoffMs ?? 0, RETRY_TRANSIENT_MS)
+          return result({ _tag: "inDoubt" }, at)
+        }
         // The number above its throughput (130429): every sender of the number holds off a moment.
         if (error.kind === "rate_limited") {
           facts.throughputHeld = true
@@ -251,7 +264,9 @@ export const makePageSender = (deps: PageDeps, concurrency: number) => {
       const byMessage = new Map(settled.map((s) => [s.record.id, s.record]))
       const retried = group.filter(({ outcome }) => outcome._tag === "retry")
       yield* deps.messages.outbound.dropPending(tenantId, retried.map(({ message }) => message.id))
-      yield* store.settleRecipients(tenantId, campaign.id, group.map(({ at, message, outcome, recipient }) => {
+      // A send in doubt is left as it stands: `sending`, its message pending.
+      const answered = group.filter(({ outcome }) => outcome._tag !== "inDoubt")
+      yield* store.settleRecipients(tenantId, campaign.id, answered.map(({ at, message, outcome, recipient }) => {
         if (outcome._tag === "retry") {
           return { seq: recipient.seq, expected: "sending" as const, state: "pending" as const, handed_at: null, message_id: null, external_id: null, error: null, updated_at: at }
         }

@@ -31,7 +31,13 @@ export class ChatPlatformError extends Schema.TaggedError<ChatPlatformError>()("
   userMessage: Schema.NullOr(Schema.String),
   fbtraceId: Schema.NullOr(Schema.String),
   /** The HTTP status of the answer; null when there was none. */
-  httpStatus: Schema.NullOr(Schema.Number)
+  httpStatus: Schema.NullOr(Schema.Number),
+  /**
+   * True when the request had left for the operator and no answer came back (a timeout, a connection
+   * dropped after the request was sent): the operator may have acted on it, so a send is in doubt,
+   * not refused. Absent otherwise.
+   */
+  unanswered: Schema.optional(Schema.Boolean)
 }) {
   /** Whether trying the same request later may succeed. */
   get retryable(): boolean {

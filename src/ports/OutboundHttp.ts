@@ -44,7 +44,12 @@ export class OutboundError extends Schema.TaggedError<OutboundError>()("Outbound
   reason: Schema.Literals(["UrlNotAllowed", "Timeout", "Connection", "TooLarge"]),
   message: Schema.String,
   detail: Schema.optional(Schema.String),
-  timeMs: Schema.optional(Schema.Number)
+  timeMs: Schema.optional(Schema.Number),
+  /**
+   * True when the request had left on a connection before it failed (timed out, or the connection
+   * dropped before the answer ended): the server may have acted on it. Absent when it never left.
+   */
+  sent: Schema.optional(Schema.Boolean)
 }) {}
 
 /**

@@ -210,8 +210,15 @@ describe("requests that get no answer are transient with no code", () => {
     fake.script("POST", "/*/messages", { hang: true })
     const impatient = makeGraphChatPlatform({ baseUrl: fake.url, outbound: client, timeoutMs: 300 })
     const error = await failure(impatient.sendMessage(credentials, "14155550100", text))
-    expect(error).toMatchObject({ kind: "transient", code: null, httpStatus: null })
+    expect(error).toMatchObject({ kind: "transient", code: null, httpStatus: null, unanswered: true })
     expect(error.message).toContain("Timeout")
+  })
+
+  it("an answer cut off midway: the operator may have the message, so the send is unanswered, not refused", async () => {
+    fake.script("POST", "/*/messages", { drop: true })
+    const error = await failure(graph.sendMessage(credentials, "14155550100", text))
+    expect(error).toMatchObject({ kind: "transient", code: null, httpStatus: null, unanswered: true })
+    expect(fake.sends()).toHaveLength(1)
   })
 
   it("a refused connection (nothing listens on the port)", async () => {
@@ -220,7 +227,10 @@ describe("requests that get no answer are transient with no code", () => {
     const port = (closed.address() as AddressInfo).port
     await new Promise<void>((resolve) => closed.close(() => resolve()))
     const nowhere = makeGraphChatPlatform({ baseUrl: `http://127.0.0.1:${port}/v23.0`, outbound: client })
-    expect(await failure(nowhere.phoneNumber(credentials))).toMatchObject({ kind: "transient", code: null, httpStatus: null })
+    const error = await failure(nowhere.phoneNumber(credentials))
+    expect(error).toMatchObject({ kind: "transient", code: null, httpStatus: null })
+    // It never left: nothing is in doubt.
+    expect(error.unanswered).toBeUndefined()
   })
 
   it("an address the guard refuses, which never reaches the operator", async () => {
@@ -228,6 +238,7 @@ describe("requests that get no answer are transient with no code", () => {
     const error = await failure(strict.phoneNumber(credentials))
     expect(error).toMatchObject({ kind: "transient", code: null, httpStatus: null })
     expect(error.message).toContain("UrlNotAllowed")
+    expect(error.unanswered).toBeUndefined()
     expect(fake.requests()).toEqual([])
   })
 })

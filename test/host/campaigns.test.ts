@@ -1201,6 +1201,37 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
     expect(received()).toHaveLength(AUDIENCE)
   }, SLOW)
 
+  // The operator took a send but its answer never came back (the connection dropped after the request
+  // left): the send is in doubt, not refused, so it is never sent again; the operator's status settles it.
+  it("a send whose answer is lost stays in doubt, is never sent again, and is settled by the operator's status", async () => {
+    const NUMBER_ID = "106540352291005"
+    const AUDIENCE = 5
+    const { ok, id, contacts, received } = await campaignOnNewNumber(NUMBER_ID, "Answer lost", AUDIENCE, "+4917600")
+    const lost = contacts[2]!
+    h.graph.scriptRecipient(lost.phone, { drop: true })
+    const stats = () => ok("GET", `/campaigns/${id}/statistics`)
+
+    await ok("POST", `/campaigns/${id}/send`, { warmup_acknowledged: true })
+    await h.drain()
+    expect(await stats()).toMatchObject({ status: "sending", recipients: { pending: 0, sending: 1, sent: AUDIENCE - 1, failed: 0 } })
+    // Past the round's back-off, the next round finds it in doubt and sends it no second time.
+    await h.advance(31)
+    await h.drain()
+    expect(await stats()).toMatchObject({ status: "sending", recipients: { sending: 1, sent: AUDIENCE - 1, failed: 0 } })
+    expect(received().filter((to) => to === digits(lost.phone))).toHaveLength(1)
+
+    // The operator's status names the send: the recipient is sent, and the campaign completes.
+    const accepted = h.graph.sends().filter((sent) => sent.phoneNumberId === NUMBER_ID && sent.to === digits(lost.phone))
+    expect(accepted).toHaveLength(1)
+    expect((await h.post(statusesPayload(WABA_ID, accepted, "delivered", 1764150000))).status).toBe(200)
+    await h.drain()
+    await h.advance(11)
+    await h.drain()
+    expect(await stats()).toMatchObject({ status: "completed", recipients: { pending: 0, sending: 0, sent: AUDIENCE - 1, delivered: 1, failed: 0 } })
+    expect(received()).toHaveLength(AUDIENCE)
+    expect(new Set(received())).toEqual(new Set(contacts.map((c) => digits(c.phone))))
+  }, SLOW)
+
   // Issue 28's crash requirement: the only sending host SIGKILLed in the middle of a 10,000-recipient
   // campaign on PostgreSQL (2,000 on SQLite, to keep the suite short), and another started.
   it("a host killed mid-campaign: another resumes once the lease lapses, nobody reaches the operator twice, sends in flight are settled by the operator's statuses, and the statistics agree with the operator", async () => {

@@ -43,6 +43,11 @@ export interface FakeAnswer {
   readonly headers?: Readonly<Record<string, string>>
   /** Never answers: the client's timeout ends the exchange. */
   readonly hang?: boolean
+  /**
+   * Takes the request as the fake does unscripted (a send gets its message id, see `sends`), then
+   * starts its answer and closes the connection midway: an answer lost on its way back.
+   */
+  readonly drop?: boolean
   /** Answers as the fake does unscripted (a scripted answer that lets one request through). */
   readonly unscripted?: boolean
   /**
@@ -482,6 +487,12 @@ export const startFakeGraph = async (options: FakeGraphOptions = {}): Promise<Fa
       const picked = forRecipient?.shift() ?? scripted?.answers.shift()
       const answer = picked === undefined || picked.unscripted === true ? defaultAnswer(request) : picked
       if (answer.hang === true) return
+      if (answer.drop === true) {
+        const whole = JSON.stringify(defaultAnswer(request).json ?? {})
+        res.writeHead(200, { "content-type": "application/json; charset=UTF-8", "content-length": String(Buffer.byteLength(whole)) })
+        res.write(whole.slice(0, 10), () => res.destroy())
+        return
+      }
       if (answer.after !== undefined) {
         void answer.after.then(() => {
           if (!res.destroyed) respond(answer)
