@@ -16,6 +16,19 @@ const notFound = (id: string) => new NotFound({ message: `Contact ${id} not foun
 const FIELDS = ["name", "phone", "email", "language", "custom_fields"] as const
 
 /** A new contact known by one phone or email, named by what the channel said (trimmed, at most 200 characters). */
+/** A new contact of `tenantId` with the fields of `request` (as `POST /contacts` takes them). */
+const requested = (id: string, tenantId: string, request: CreateContactRequest, at: string): ContactRecord => ({
+  id,
+  tenant_id: tenantId,
+  name: request.name?.trim() ?? null,
+  phone: request.phone ?? null,
+  email: request.email === undefined ? null : normalizeEmail(request.email),
+  language: request.language ?? null,
+  custom_fields: request.custom_fields ?? {},
+  created_at: at,
+  updated_at: null
+})
+
 const identified = (
   id: string,
   tenantId: string,
@@ -149,22 +162,31 @@ export class ContactService extends Context.Service<ContactService, {
         return { contact, created: true }
       })
 
+      // The tenant's contact of each phone, the first candidate made for a phone nobody holds stored
+      // (`contact.created`), in the caller's transaction.
+      const findOrInsertByPhones = Effect.fnUntraced(function*<P extends { readonly phone: string }>(
+        tenantId: string,
+        people: ReadonlyArray<P>,
+        candidateOf: (person: P) => ContactRecord
+      ) {
+        const candidates = new Map<string, ContactRecord>()
+        for (const person of people) if (!candidates.has(person.phone)) candidates.set(person.phone, candidateOf(person))
+        const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
+        const created = found.filter((contact) => inserted.has(contact.id))
+        if (created.length > 0) {
+          yield* outbox.append(
+            yield* Effect.forEach(created, (contact) => makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } }))
+          )
+        }
+        return { byPhone: new Map(found.map((contact) => [contact.phone!, contact])) as ReadonlyMap<string, ContactRecord>, created: inserted }
+      })
+
       return ContactService.of({
         create: Effect.fn("ContactService.create")(function*(tenantId, request) {
           if (request.name === undefined && request.phone === undefined && request.email === undefined) {
             return yield* InvalidRequest.single(["body"], "Give at least one of name, phone or email", "missing")
           }
-          const contact: ContactRecord = {
-            id: yield* newId,
-            tenant_id: tenantId,
-            name: request.name?.trim() ?? null,
-            phone: request.phone ?? null,
-            email: request.email === undefined ? null : normalizeEmail(request.email),
-            language: request.language ?? null,
-            custom_fields: request.custom_fields ?? {},
-            created_at: yield* now,
-            updated_at: null
-          }
+          const contact = requested(yield* newId, tenantId, request, yield* now)
           return yield* uniqueViolationAsConflict(transactor.withTransaction(Effect.gen(function*() {
             yield* ensureUnique(contact)
             yield* contacts.insert(contact)
@@ -179,45 +201,12 @@ export class ContactService extends Context.Service<ContactService, {
         }),
         findOrCreateMany: Effect.fnUntraced(function*(tenantId, requests) {
           const at = yield* now
-          const candidates = new Map<string, ContactRecord>()
-          for (const request of requests) {
-            if (candidates.has(request.phone)) continue
-            candidates.set(request.phone, {
-              id: newIdNow(),
-              tenant_id: tenantId,
-              name: request.name?.trim() ?? null,
-              phone: request.phone,
-              email: request.email === undefined ? null : normalizeEmail(request.email),
-              language: request.language ?? null,
-              custom_fields: request.custom_fields ?? {},
-              created_at: at,
-              updated_at: null
-            })
-          }
-          const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
-          const created = found.filter((contact) => inserted.has(contact.id))
-          if (created.length > 0) {
-            yield* outbox.append(
-              yield* Effect.forEach(created, (contact) => makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } }))
-            )
-          }
-          return { byPhone: new Map(found.map((contact) => [contact.phone!, contact])), created: inserted }
+          return yield* findOrInsertByPhones(tenantId, requests, (request) => requested(newIdNow(), tenantId, request, at))
         }),
         findOrCreateByPhones: Effect.fnUntraced(function*(tenantId, people) {
           const at = yield* now
-          const candidates = new Map<string, ContactRecord>()
-          for (const { name, phone } of people) {
-            if (candidates.has(phone)) continue
-            candidates.set(phone, identified(newIdNow(), tenantId, "phone", phone, name, at))
-          }
-          const { contacts: found, inserted } = yield* contacts.findOrInsertByPhones(tenantId, [...candidates.values()])
-          const created = found.filter((contact) => inserted.has(contact.id))
-          if (created.length > 0) {
-            yield* outbox.append(
-              yield* Effect.forEach(created, (contact) => makeEvent({ type: "contact.created", tenantId, data: { contact: toContact(contact) } }))
-            )
-          }
-          return new Map(found.map((contact) => [contact.phone!, contact]))
+          const found = yield* findOrInsertByPhones(tenantId, people, ({ name, phone }) => identified(newIdNow(), tenantId, "phone", phone, name, at))
+          return found.byPhone
         }),
         findOrCreateByEmail: Effect.fn("ContactService.findOrCreateByEmail")(function*(tenantId, email, name) {
           return yield* findOrCreate(tenantId, "email", normalizeEmail(email), name)

@@ -56,6 +56,20 @@ export interface SubscriptionChange {
   readonly channelId?: string | null
 }
 
+/** A subscription of the contact to the list, made now by `change`. */
+const newSubscription = (tenantId: string, listId: string, contactId: string, change: SubscriptionChange, at: string): SubscriptionRecord => ({
+  tenant_id: tenantId,
+  list_id: listId,
+  contact_id: contactId,
+  status: "subscribed",
+  optin_method: change.method,
+  optin_channel_id: change.channelId ?? null,
+  subscribed_at: at,
+  unsubscribed_at: null,
+  unsubscribe_method: null,
+  updated_at: at
+})
+
 /**
  * Lists and subscriptions: lists of a tenant, who is on them (unsubscriptions kept), opt-in keywords
  * on inbound chat-app text, marketing opt-outs, and contact imports that carry subscriptions only
@@ -183,18 +197,7 @@ export class ListService extends Context.Service<ListService, {
         const at = yield* now
         const before = yield* store.getSubscription(tenantId, listId, contactId)
         const keep = Option.isSome(before) && before.value.status === "subscribed"
-        const record: SubscriptionRecord = keep ? before.value : {
-          tenant_id: tenantId,
-          list_id: listId,
-          contact_id: contactId,
-          status: "subscribed",
-          optin_method: change.method,
-          optin_channel_id: change.channelId ?? null,
-          subscribed_at: at,
-          unsubscribed_at: null,
-          unsubscribe_method: null,
-          updated_at: at
-        }
+        const record = keep ? before.value : newSubscription(tenantId, listId, contactId, change, at)
         if (!keep) yield* store.putSubscription(record)
         return { subscription: toSubscription(record, list.slug), changed: !keep }
       })
@@ -264,18 +267,7 @@ export class ListService extends Context.Service<ListService, {
         listOf: listRecord,
         subscribeMany: (tenantId, listId, contactIds) =>
           Effect.flatMap(now, (at) =>
-            store.subscribeMany(contactIds.map((contactId): SubscriptionRecord => ({
-              tenant_id: tenantId,
-              list_id: listId,
-              contact_id: contactId,
-              status: "subscribed",
-              optin_method: "import",
-              optin_channel_id: null,
-              subscribed_at: at,
-              unsubscribed_at: null,
-              unsubscribe_method: null,
-              updated_at: at
-            })))),
+            store.subscribeMany(contactIds.map((contactId) => newSubscription(tenantId, listId, contactId, { method: "import" }, at)))),
         subscribe: (tenantId, listId, contactId) =>
           Effect.map(subscribe(tenantId, listId, contactId, { method: "import" }), (result) => result.changed)
       })

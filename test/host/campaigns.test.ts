@@ -1079,6 +1079,9 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
   // hand its whole page to the operator and end with a whole-row save of the campaign it had read;
   // now it hands nobody over once paused and its end writes only while the campaign is `sending`.
   // Runs before the kill below, on a number of its own, while this describe's host is alive.
+  /** Who the operator was asked to send to through number `numberId`, answered or not, in order. */
+  const sendsTo = (numberId: string) =>
+    h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${numberId}/messages`).map((r) => String((r.json as any).to))
   /** A campaign of `audience` new contacts on a new number of its own, ready to send. */
   const campaignOnNewNumber = async (numberId: string, name: string, audience: number, phonePrefix: string) => {
     const ok = async (method: string, path: string, body?: unknown, status = 200) => {
@@ -1099,9 +1102,7 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
       variable_values: ["482913"],
       audience: { list_ids: [list.id] }
     }, 201)
-    const received = () =>
-      h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${numberId}/messages`).map((r) => String((r.json as any).to))
-    return { ok, id, contacts, received }
+    return { ok, id, contacts, received: () => sendsTo(numberId) }
   }
 
   it("a pause landing while a round is sending stands: nobody more is handed over, nobody is lost, and resumed the rest goes out once each", async () => {
@@ -1267,11 +1268,9 @@ describe.each(hostBackends)("a campaign across a host killed mid-batch ($name)",
     // five sends that follow the first 30 % never reach the operator: their requests hang unanswered,
     // so the operator has no message of theirs and will report none (requests lost on their way).
     // They go out together, so the other hand-over groups go on around theirs.
-    const requested = () =>
-      h.graph.requests().filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages`).map((r) => String((r.json as any).to))
     const unanswered = () => {
       const answered = new Set(sends().map((sent) => sent.to))
-      return requested().filter((phone) => !answered.has(phone))
+      return sendsTo(PHONE_NUMBER_ID).filter((phone) => !answered.has(phone))
     }
     expect((await api("POST", `/campaigns/${id}/send`, { warmup_acknowledged: true })).status).toBe(200)
     await waitUntil("the operator received the first sends", () => sends().length >= audience * 0.3, 60_000)
