@@ -15,7 +15,7 @@ import {
 } from "../../../src/ports/CampaignStore.ts"
 import { amongKeys, atomically, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { CampaignBatchesTable, CampaignRecipientsTable, CampaignsTable, Db } from "../Database.ts"
-import { filterOnly, jsonBatch } from "../JsonBatch.ts"
+import { type BatchColumn, filterOnly, jsonBatch } from "../JsonBatch.ts"
 import { fromFlag, toFlag } from "./Rows.ts"
 
 const integerOrNull = (value: number | string | null): number | null => (value === null ? null : Number(value))
@@ -102,9 +102,27 @@ const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A
 
 // At most ~900 bound values a statement, under SQLite's oldest limit (999) whatever the build.
 const MAX_VALUES = 900
-const RECIPIENT_ROWS = Math.floor(MAX_VALUES / 14)
 const BATCH_ROWS = Math.floor(MAX_VALUES / 6)
 const IN_LIST = 500
+
+// A recipient's columns as the batch insert reads them from its JSON rows.
+const RECIPIENT_COLUMNS = [
+  "tenant_id",
+  "campaign_id",
+  ["seq", "integer"],
+  "contact_id",
+  "channel_id",
+  "state",
+  "skip_reason",
+  ["batch_day", "integer"],
+  "planned_at",
+  "handed_at",
+  "message_id",
+  "external_id",
+  "error",
+  "updated_at"
+] as const satisfies ReadonlyArray<BatchColumn & (keyof CampaignRecipientsTable | readonly [keyof CampaignRecipientsTable, string])>
+const columnName = (column: BatchColumn): string => (typeof column === "string" ? column : column[0])
 
 /** Compares text code unit by code unit, whatever the database's collation. */
 const byText = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0)
@@ -167,6 +185,16 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
         FROM ${rows} WHERE campaign_recipients.campaign_id = $2 AND ${keyIn("campaign_recipients.seq")}
         AND ${filterOnly("campaign_recipients.tenant_id")} = $3 AND campaign_recipients.seq = r.seq AND campaign_recipients.state = r.expected
         RETURNING campaign_recipients.seq`
+    })
+    // A page of the audience in one statement and one parameter (its text the same for every page).
+    const insertRecipients = jsonBatch({
+      dialect: connection.dialect,
+      name: "campaign-recipients-insert",
+      columns: RECIPIENT_COLUMNS,
+      template: (rows) =>
+        `INSERT INTO campaign_recipients (${RECIPIENT_COLUMNS.map(columnName).join(", ")})
+        SELECT ${RECIPIENT_COLUMNS.map((c) => `r.${columnName(c)}`).join(", ")} FROM ${rows} WHERE true
+        ON CONFLICT (campaign_id, seq) DO NOTHING`
     })
     return CampaignStore.of({
       findRecipientsByExternalIds: (tenantId, channelId, externalIds) =>
@@ -254,11 +282,7 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
             }
             if (mine) kept.push(row)
           }
-          for (const part of chunks(kept, RECIPIENT_ROWS)) {
-            await db.insertInto("campaign_recipients").values([...part])
-              .onConflict((oc) => oc.columns(["campaign_id", "seq"]).doNothing())
-              .execute()
-          }
+          await insertRecipients.run(db, kept)
         }),
       // Through campaign_recipients_tenant_contact_idx.
       hasRecipient: (tenantId, campaignId, contactId) =>
