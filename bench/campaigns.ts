@@ -195,6 +195,8 @@ interface MemoryFigures {
   readonly afterMajorAt: number | null
   readonly afterLastMajorGrowth: number | null
   readonly majorCollections: number
+  /** Bytes moved into old space by young collections (what survived two of them) over the send. */
+  readonly promoted: number
   readonly rssGrowth: number
   /** After the send and two full collections, less the baseline. */
   readonly retained: number
@@ -278,6 +280,11 @@ const startSampling = () => {
     const beforeCollections = Math.max(0, ...statistics.map((gc) => total(gc.beforeGC.heapStatistics) - gcBaseline))
     const majors = statistics.filter((gc) => gc.gcType === "MarkSweepCompact")
     const live = majors.map((gc) => total(gc.afterGC.heapStatistics) - gcBaseline)
+    // What a young collection moved on: the growth of old and large-object space across it.
+    const oldSpaces = (spaces: ReadonlyArray<{ readonly spaceName: string; readonly spaceUsedSize: number }>) =>
+      spaces.reduce((sum, space) => (space.spaceName === "old_space" || space.spaceName === "large_object_space" ? sum + space.spaceUsedSize : sum), 0)
+    const promoted = statistics.filter((gc) => gc.gcType === "Scavenge" || gc.gcType === "MinorMarkSweep")
+      .reduce((sum, gc) => sum + Math.max(0, oldSpaces(gc.afterGC.heapSpaceStatistics) - oldSpaces(gc.beforeGC.heapSpaceStatistics)), 0)
     const sampledGrowth = peak.total - baseline.total
     return {
       baseline: baseline.total,
@@ -291,6 +298,7 @@ const startSampling = () => {
       afterMajorAt: majors.length === 0 ? null : live.indexOf(Math.max(...live)) + 1,
       afterLastMajorGrowth: live.at(-1) ?? null,
       majorCollections: majors.length,
+      promoted,
       rssGrowth: peakRss - baseline.rss,
       retained: after.total - baseline.total,
       samples,
@@ -1079,10 +1087,11 @@ const parentProcess = async () => {
     console.log(`\nmemory of the forked process while sending, MB, growth over its baseline (after full collections just before the send): ` +
       `heapUsed + arrayBuffers sampled every ${SAMPLE_MS} ms with no collection forced (its heap / arrayBuffers parts); heap used + external memory as V8 ` +
       "recorded them just before each collection (what the sampler misses while the event loop is busy) and right after each major collection " +
-      "V8 made by itself (what was live); the peak is the higher of the first two; what remained after the send and full collections")
+      "V8 made by itself (what was live); the peak is the higher of the first two; what remained after the send and full collections; " +
+      "what V8's young collections moved into old space over the send, per recipient (the more of it, the sooner and higher V8 lets old space grow)")
     const memoryHeader = `${"contender".padEnd(20)}  ${"recipients".padStart(10)}  ${"baseline".padStart(8)}  ${"peak growth".padStart(11)}  ` +
       `${"sampled (heap / arrayBuffers)".padStart(29)}  ${"before GCs".padStart(10)}  ${"after major GCs: median, highest (at n of count), last".padStart(54)}  ${"rss growth".padStart(10)}  ` +
-      `${"retained".padStart(8)}  ${"samples (longest gap)".padStart(21)}`
+      `${"retained".padStart(8)}  ${"promoted KB / recipient".padStart(23)}  ${"samples (longest gap)".padStart(21)}`
     console.log(memoryHeader)
     console.log("-".repeat(memoryHeader.length))
     for (const run of runs) {
@@ -1090,7 +1099,7 @@ const parentProcess = async () => {
       console.log(`${nameOf(run).padEnd(20)}  ${`${run.recipients}${run.send.capped ? "*" : ""}`.padStart(10)}  ${mb(m.baseline).padStart(8)}  ${mb(m.peakGrowth).padStart(11)}  ` +
         `${`${mb(m.sampledGrowth)} (${mb(m.heapAtPeak)} / ${mb(m.arrayBuffersAtPeak)})`.padStart(29)}  ${mb(m.beforeCollectionsGrowth).padStart(10)}  ` +
         `${`${mb(m.afterMajorMedian)}, ${mb(m.afterMajorGrowth)} (at ${m.afterMajorAt ?? "—"} of ${m.majorCollections}), ${mb(m.afterLastMajorGrowth)}`.padStart(54)}  ` +
-        `${mb(m.rssGrowth).padStart(10)}  ${mb(m.retained).padStart(8)}  ${`${m.samples} (${m.longestGapMs.toFixed(0)} ms)`.padStart(21)}`)
+        `${mb(m.rssGrowth).padStart(10)}  ${mb(m.retained).padStart(8)}  ${(m.promoted / 1024 / run.recipients).toFixed(1).padStart(23)}  ${`${m.samples} (${m.longestGapMs.toFixed(0)} ms)`.padStart(21)}`)
     }
     if (runs.some((run) => run.send.capped)) console.log("* paused at the cap: every recipient was read and planned, not every one sent")
     if (fake.unexpected().length > 0) console.log(`\nthe fake operator answered 400 to: ${[...new Set(fake.unexpected())].join(", ")}`)
