@@ -39,7 +39,9 @@
  * record of each collection (`GCProfiler`: heap used + external memory just before and after it),
  * which the sampler cannot replace while the event loop is busy; the peak growth over the baseline
  * (garbage not yet collected counts), and the highest reading right after a major collection V8 made
- * by itself (what was live then). CPU per recipient of the forked process, of the fake operator
+ * by itself (what was live then), and what the young collections moved into old space over the send,
+ * per recipient (V8 sizes old space by how fast it grows: the faster, the more garbage V8 lets build
+ * up before a major collection, up to about four times what is live). CPU per recipient of the forked process, of the fake operator
  * (this process) and of every PostgreSQL server process on the machine, read from /proc; on
  * PostgreSQL, the run's database's `pg_stat_database` counters (commits, rows written and fetched).
  *
