@@ -25,6 +25,7 @@ import * as OpenConversationsByContact from "./migrations/2026_12_07_0021_open_c
 import * as UnsentAttachments from "./migrations/2026_12_07_0022_unsent_attachments.ts"
 import * as LookupsByContact from "./migrations/2026_12_07_0023_lookups_by_contact.ts"
 import * as RecipientsByState from "./migrations/2026_12_07_0024_recipients_by_state.ts"
+import * as PendingMessages from "./migrations/2026_12_07_0025_pending_messages.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -56,7 +57,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_12_07_0021_open_conversations_by_contact", OpenConversationsByContact.up],
   ["2026_12_07_0022_unsent_attachments", UnsentAttachments.up],
   ["2026_12_07_0023_lookups_by_contact", LookupsByContact.up],
-  ["2026_12_07_0024_recipients_by_state", RecipientsByState.up]
+  ["2026_12_07_0024_recipients_by_state", RecipientsByState.up],
+  ["2026_12_07_0025_pending_messages", PendingMessages.up]
 ]
 
 /**

@@ -182,7 +182,8 @@ export const servicesLayer: Layer.Layer<CoreServices, never, StoragePorts | Host
         const inbound = yield* makeInboundJob(yield* InboundSettingsService)
         const campaigns = yield* CampaignService
         const retention = yield* makeRetentionJob
-        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound, campaigns.job, retention] })
+        const messages = yield* MessageService
+        return BackgroundWork.of({ jobs: [...dispatcher.jobs, inbound, campaigns.job, messages.job, retention] })
       })
     ).pipe(Layer.provide(Layer.mergeAll(WebhookRetentionService.layer, InboundRetentionService.layer)))
   ).pipe(

@@ -165,7 +165,7 @@ export const makeCampaignJob = (deps: EngineDeps, settings: CampaignEngineSettin
           campaign.tenant_id,
           stuck.flatMap((r) => (r.message_id === null ? [] : [r.message_id]))
         )
-        const byMessage = new Map(reported.map(({ record }) => [record.id, record]))
+        const byMessage = new Map(reported.map((record) => [record.id, record]))
         const moves: Array<RecipientSettlement> = []
         const expired: Array<CampaignRecipientRecord> = []
         for (const r of stuck) {

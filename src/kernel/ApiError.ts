@@ -114,7 +114,7 @@ export class FeatureDisabled extends Schema.TaggedError<FeatureDisabled>()("Feat
  * when the failure is transient (retry later), 502 otherwise. `operator` carries what it said.
  */
 export class OperatorFailed extends Schema.TaggedError<OperatorFailed>()("OperatorFailed", {
-  status: Schema.Literals([422, 429, 502, 503]),
+  status: Schema.Literals([422, 429, 502, 503, 504]),
   code: Schema.String,
   message: Schema.String,
   operator: Schema.Struct({
@@ -125,7 +125,7 @@ export class OperatorFailed extends Schema.TaggedError<OperatorFailed>()("Operat
     message: Schema.String,
     fbtrace_id: Schema.NullOr(Schema.String)
   }),
-  /** The message stored as `failed`, when a send failed. */
+  /** The message stored as `failed` when a send failed, or left `pending` when its answer never came. */
   message_id: Schema.optionalKey(Schema.String)
 }) {}
 

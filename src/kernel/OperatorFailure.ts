@@ -13,6 +13,28 @@ export interface OperatorRefusal {
 }
 
 /**
+ * How a send whose request left and got no answer is answered (a timeout, a connection dropped after
+ * the request was sent): 504 `operator_no_answer`. The operator may have the message, so it is neither
+ * failed nor to be sent again: it stays `pending` (`messageId`) until the operator's status settles it.
+ */
+export const operatorNoAnswer = (error: OperatorRefusal, messageId: string): OperatorFailed =>
+  new OperatorFailed({
+    message_id: messageId,
+    status: 504,
+    code: "operator_no_answer",
+    message: "The chat-app operator gave no answer, so the message may have been sent; it stays pending until the " +
+      "operator reports its status (message.sent, then its status events). Do not send it again.",
+    operator: {
+      kind: error.kind,
+      code: error.code,
+      subcode: error.subcode,
+      title: error.userTitle,
+      message: error.userMessage ?? error.message,
+      fbtrace_id: error.fbtraceId
+    }
+  })
+
+/**
  * How an operator refusal is answered: 429 when it rate-limits (the number, or messages to this one
  * recipient), 503 when it is briefly failing, 422 when the recipient stopped marketing messages
  * (retrying changes nothing, the request is the problem), 502 otherwise (`operator_{kind}`).

@@ -2,10 +2,11 @@ import { Effect } from "effect"
 import type { AttachmentService } from "../attachments/AttachmentService.ts"
 import { errorBody, FailedWithBody, InvalidRequest } from "../kernel/ApiError.ts"
 import { newId } from "../kernel/Id.ts"
+import { sendReferenceOf } from "../kernel/SendReference.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { BlobStoreError } from "../ports/BlobStore.ts"
-import type { ChatappCredentials, ChatPlatform } from "../ports/ChatPlatform.ts"
+import { type ChatappCredentials, type ChatPlatform, ChatPlatformError } from "../ports/ChatPlatform.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
 import type { MessageRecord, MessageStore } from "../ports/MessageStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
@@ -43,6 +44,19 @@ const unreadable = (error: BlobStoreError) =>
   new FailedWithBody({
     status: 503,
     body: errorBody("file_unreadable", `A file could not be read (${error.message}); it was not sent. Try again.`)
+  })
+
+/** The same failure, no longer in doubt (what it was about was never sent). */
+const answeredOf = (error: ChatPlatformError): ChatPlatformError =>
+  new ChatPlatformError({
+    kind: error.kind,
+    code: error.code,
+    subcode: error.subcode,
+    message: error.message,
+    userTitle: error.userTitle,
+    userMessage: error.userMessage,
+    fbtraceId: error.fbtraceId,
+    httpStatus: error.httpStatus
   })
 
 /**
@@ -153,9 +167,17 @@ export const makeMediaSend = (deps: MediaSendDeps) => {
       }
       const pending = pendingMessage({ conversation, messageType: plan.kind, text: caption, content }, yield* newId, yield* now)
       yield* pendingWith(pending, file, bytes)
+      // An upload whose answer was lost sent nothing: only the send itself can leave the message in doubt.
+      // The send names its message, so a status settles it even if the answer never comes back.
       const answered = yield* Effect.result(
         platform.uploadMedia(credentials, { bytes, mimeType: essenceOf(file.content_type), filename: file.filename }).pipe(
-          Effect.flatMap(({ id }) => platform.sendMessage(credentials, to, mediaMessageOf(plan.kind, id, caption, file.filename)))
+          Effect.mapError((error) => (error.unanswered === true ? answeredOf(error) : error)),
+          Effect.flatMap(({ id }) =>
+            platform.sendMessage(credentials, to, {
+              ...mediaMessageOf(plan.kind, id, caption, file.filename),
+              biz_opaque_callback_data: sendReferenceOf(pending.id)
+            })
+          )
         )
       )
       const settled = yield* settleOperatorAnswer(lifecycle, transactor, pending, answered)

@@ -8,7 +8,9 @@ import { ChannelUnavailable, type FailedWithBody, InvalidRequest, NotFound, type
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import type { ChatappMessageHandler, ChatappStatusHandler } from "../kernel/ChatappEvents.ts"
 import { makeEvent } from "../kernel/EventEnvelope.ts"
+import type { BackgroundJob } from "../kernel/BackgroundWork.ts"
 import { newId } from "../kernel/Id.ts"
+import { sendReferenceOf } from "../kernel/SendReference.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
@@ -30,6 +32,7 @@ import { makeMediaSend } from "./ChatappMediaSend.ts"
 import { makeChatappInbound } from "./ChatappInbound.ts"
 import { makeOutboundLifecycle, type OutboundLifecycle, pendingMessage, settleOperatorAnswer } from "./OutboundLifecycle.ts"
 import { makeMessageRecording, type OutgoingMessage, type ReceivedMessage } from "./MessageRecording.ts"
+import { makeUnansweredSendsJob } from "./UnansweredSends.ts"
 
 const notFound = (id: string) => new NotFound({ message: `Message ${id} not found` })
 
@@ -118,6 +121,8 @@ export class MessageService extends Context.Service<MessageService, {
    * caller's transaction.
    */
   readonly outbound: OutboundLifecycle
+  /** The background job that settles chat-app sends in doubt by the operator's statuses (`UnansweredSends.ts`). */
+  readonly job: BackgroundJob
   readonly get: (tenantId: string, id: string) => Effect.Effect<Message, NotFound | StorageError>
   /** One page of a conversation's messages, oldest first. */
   readonly list: (
@@ -193,7 +198,9 @@ export class MessageService extends Context.Service<MessageService, {
       const deliver = Effect.fn("MessageService.deliver")(function*(input: OutboundDelivery) {
         const pending = pendingMessage(input, yield* newId, yield* now)
         yield* messages.insert(pending)
-        const sent = yield* Effect.result(platform.sendMessage(input.credentials, input.to.replace(/^\+/, ""), input.operatorMessage))
+        // The send names its message, so a status settles it even if this answer never comes back.
+        const operatorMessage = { ...input.operatorMessage, biz_opaque_callback_data: sendReferenceOf(pending.id) }
+        const sent = yield* Effect.result(platform.sendMessage(input.credentials, input.to.replace(/^\+/, ""), operatorMessage))
         const settled = yield* settleOperatorAnswer(lifecycle, transactor, pending, sent)
         return settled.wire ?? toMessage(settled.record, [])
       })
@@ -303,6 +310,7 @@ export class MessageService extends Context.Service<MessageService, {
         markSent,
         markFailed,
         outbound: lifecycle,
+        job: makeUnansweredSendsJob({ messages, transactor, lifecycle }),
         get: Effect.fn("MessageService.get")(function*(tenantId, id) {
           const found = yield* messages.get(tenantId, id)
           if (Option.isNone(found)) return yield* notFound(id)

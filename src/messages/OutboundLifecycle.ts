@@ -2,7 +2,7 @@ import { Effect, Option, type Result } from "effect"
 import type { ConversationService } from "../conversations/ConversationService.ts"
 import type { EventEnvelope } from "../kernel/EventEnvelope.ts"
 import { groupBy } from "../kernel/Grouping.ts"
-import { operatorFailure } from "../kernel/OperatorFailure.ts"
+import { operatorFailure, operatorNoAnswer } from "../kernel/OperatorFailure.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { ChatappSent, ChatPlatformError } from "../ports/ChatPlatform.ts"
@@ -154,16 +154,23 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
     })))
 
   /**
-   * Settles pending messages whose sender stopped before writing the operator's answer, by what the
-   * operator reported since: a message a status named by its send's reference (it holds the
-   * operator's id, see `attachExternalIds`) is settled sent, at the time of its `sent` status, with
-   * every status kept for it; one no status named yet stays pending. In the caller's transaction.
+   * Settles messages in doubt (their sender stopped, or their answer never came, before the operator's
+   * answer was written) by what the operator reported since: a pending message a status named by its
+   * send's reference (it holds the operator's id, see `attachExternalIds`) is settled sent, at the time
+   * of its `sent` status, with every status kept for it; one no status named yet stays pending.
+   * Resolves to the messages that are settled now, by this call or before it (another writer, the
+   * sweep of unanswered sends), as stored, so whoever waited on one follows its state. In the
+   * caller's transaction.
    */
   const settleReported = Effect.fnUntraced(function*(tenantId: string, ids: ReadonlyArray<string>) {
     const read = yield* Effect.forEach(ids, (id) => messages.get(tenantId, id))
-    const named = read.flatMap((found) =>
-      Option.isSome(found) && found.value.status === "pending" && found.value.external_id !== null ? [found.value] : []
-    )
+    return yield* settleReportedOf(tenantId, read.flatMap((found) => (Option.isSome(found) ? [found.value] : [])))
+  })
+
+  /** `settleReported` of messages already read. */
+  const settleReportedOf = Effect.fnUntraced(function*(tenantId: string, read: ReadonlyArray<MessageRecord>) {
+    const before = read.filter((message) => message.status !== "pending")
+    const named = read.filter((message) => message.status === "pending" && message.external_id !== null)
     const outcomes: Array<OutboundOutcome> = []
     for (const [channelId, group] of groupBy(named, (message) => message.channel_id)) {
       const reports = groupBy(yield* messages.statusesOfMany(tenantId, channelId, group.map((m) => m.external_id!)), (r) => r.external_id)
@@ -173,13 +180,14 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
         outcomes.push({ _tag: "sent", message, externalId: message.external_id, at })
       }
     }
-    return (yield* settle(tenantId, outcomes)).filter((settled) => settled.settled)
+    const now = (yield* settle(tenantId, outcomes)).flatMap((settled) => (settled.settled ? [settled.record] : []))
+    return [...before, ...now] as ReadonlyArray<MessageRecord>
   })
 
   /** Deletes messages still pending that were never handed to their transport and will be made again. */
   const dropPending = (tenantId: string, ids: ReadonlyArray<string>) => messages.deletePending(tenantId, ids)
 
-  return { recordPendingMany, settle, settleReported, failPending, dropPending }
+  return { recordPendingMany, settle, settleReported, settleReportedOf, failPending, dropPending }
 }
 
 /** The outbound lifecycle's operations. */
@@ -199,6 +207,9 @@ export const settleOperatorAnswer = Effect.fnUntraced(function*(
   const at = yield* now
   if (answered._tag === "Failure") {
     const error = answered.failure
+    // The request left and no answer came: the operator may have it. The message stays pending, named
+    // by its send's reference, for the operator's status to settle (`settleReported`).
+    if (error.unanswered === true) return yield* operatorNoAnswer(error, pending.id)
     yield* lifecycle.settle(pending.tenant_id, [{
       _tag: "failed",
       message: pending,

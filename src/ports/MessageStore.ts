@@ -123,6 +123,17 @@ export class MessageStore extends Context.Service<MessageStore, {
       Pick<MessageRecord, "id" | "external_id" | "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
     >
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
+   * Outbound chat-app messages still `pending` that were made before `before`, of every tenant (a
+   * background look across tenants: each record carries its `tenant_id`): oldest first, by
+   * (`created_at`, `id`) after `after` when given, at most `limit`. Sends under way are younger than
+   * any `before` the sweep of unanswered sends asks with; what it finds is a send in doubt.
+   */
+  readonly pendingAcrossTenants: (
+    before: string,
+    after: { readonly created_at: string; readonly id: string } | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<MessageRecord>, StorageError>
   /** Deletes messages of `tenantId` that are still `pending` (never handed to their transport). */
   readonly deletePending: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<void, StorageError>
   /** The batch form of `statusesOf`: every status kept for any of `externalIds` on `channelId`, each id's in the order received. */

@@ -165,7 +165,9 @@ describe.each(databases)("chat-app file sends ($name)", (database) => {
       recipient_type: "individual",
       to: t.from,
       type: "image",
-      image: { id: uploads[0]!.id, caption: "Both sides of the card" }
+      image: { id: uploads[0]!.id, caption: "Both sides of the card" },
+      // The send names its message, for the operator to echo in its statuses.
+      biz_opaque_callback_data: `omnichannel-message:${sent.body.messages[0].id}`
     })
     expect(calls[3]!.json).toMatchObject({ type: "image", image: { id: uploads[1]!.id } })
     expect((calls[3]!.json as any).image).not.toHaveProperty("caption")
@@ -325,6 +327,19 @@ describe.each(databases)("chat-app file sends ($name)", (database) => {
       error: { code: 131056 },
       attachments: [{ id: c }]
     })
+
+    // An upload whose answer is lost sent nothing: the message fails (503, try again), it is not in doubt.
+    fake.script("POST", `/${t.phoneNumberId}/media`, { drop: true })
+    const cut = await t.send({ message_type: "document", attachments: [c] })
+    expect(cut.status).toBe(503)
+    expect(cut.body.detail).toMatchObject({ code: "operator_unavailable" })
+    expect((await t.api("GET", `/messages/${cut.body.detail.message_id}`)).body).toMatchObject({ status: "failed", external_id: null })
+    // A send whose answer is lost after its upload is in doubt: 504, the message left pending.
+    fake.script("POST", `/${t.phoneNumberId}/messages`, { drop: true })
+    const lost = await t.send({ message_type: "document", attachments: [c] })
+    expect(lost.status).toBe(504)
+    expect(lost.body.detail).toMatchObject({ code: "operator_no_answer" })
+    expect((await t.api("GET", `/messages/${lost.body.detail.message_id}`)).body).toMatchObject({ status: "pending", error: null })
   })
 
   it("moves a file's message by the operator's statuses, never backwards, as text", async () => {

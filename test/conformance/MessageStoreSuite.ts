@@ -660,6 +660,35 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
       })
     })
 
+    describe("pendingAcrossTenants", () => {
+      // Made in 2001, before anything other cases store (the suite's database is shared): only these are older than `before`.
+      const old = (second: number) => `2001-01-01T00:00:0${second}.000Z`
+      const pendingAcross = (before: string, after: { created_at: string; id: string } | null, limit: number) =>
+        MessageStore.use((s) => s.pendingAcrossTenants(before, after, limit))
+
+      it("finds pending outbound chat-app messages made before the cut-off, of every tenant, oldest first by time and id, a keyset page at a time", async () => {
+        const { a, b, conversationOfB } = await h().run(twoTenants)
+        const ofA = conversationRecord(a.id)
+        const [early, sameTime] = [pendingOf(ofA, { created_at: old(1) }), pendingOf(conversationOfB, { created_at: old(1) })].sort(byId)
+        const later = pendingOf(ofA, { created_at: old(3), external_id: "wamid.ATTACHED" })
+        const leftOut = [
+          pendingOf(ofA, { created_at: old(5) }), // at the cut-off
+          pendingOf(ofA, { created_at: old(2), message_type: "email" }),
+          messageRecord(ofA, { created_at: old(2), direction: "outbound", status: "sent", sent_at: old(2) }),
+          messageRecord(ofA, { created_at: old(2) }),
+          pendingOf(conversationOfB, { created_at: old(2), status: "failed", failed_at: old(4), error: { code: null, title: null, message: "no", details: null } })
+        ]
+        await h().run(insertAll([later, ...leftOut, sameTime!, early!]))
+
+        const first = await h().run(pendingAcross(old(5), null, 2))
+        expect(first).toEqual([early, sameTime])
+        const rest = await h().run(pendingAcross(old(5), { created_at: sameTime!.created_at, id: sameTime!.id }, 2))
+        expect(rest).toEqual([later])
+        expect(await h().run(pendingAcross(old(5), { created_at: later.created_at, id: later.id }, 2))).toEqual([])
+        expect(new Set([...first, ...rest].map((m) => m.tenant_id))).toEqual(new Set([a.id, b.id]))
+      })
+    })
+
     describe("settlePending", () => {
       it("settles each message still pending with its transport's answer, writing only the operator id and status columns, and resolves to the ids it settled", async () => {
         const { tenant } = await h().run(seedTenant)

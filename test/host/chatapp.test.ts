@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FakeGraph, graphError, startFakeGraph } from "../support/FakeGraph.ts"
+import { type FakeGraph, graphError, startFakeGraph, statusesPayload } from "../support/FakeGraph.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
 
@@ -345,9 +345,11 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     ])
     expect(uploads[1]!.bytes).toEqual(PDF)
     const sends = graph.requests().slice(requestsBefore).filter((r) => r.path === `/${PHONE_NUMBER_ID}/messages`)
+    // Each send names its message (`biz_opaque_callback_data`), for the operator to echo in its statuses.
+    const [first, second] = sent.body.messages.map((m: any) => `omnichannel-message:${m.id}`)
     expect(sends.map((r) => r.json)).toEqual([
-      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[0]!.id, caption: "Seu recibo", filename: "recibo.png" } },
-      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[1]!.id, filename: "recibo.pdf" } }
+      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[0]!.id, caption: "Seu recibo", filename: "recibo.png" }, biz_opaque_callback_data: first },
+      { messaging_product: "whatsapp", recipient_type: "individual", to: from, type: "document", document: { id: uploads[1]!.id, filename: "recibo.pdf" }, biz_opaque_callback_data: second }
     ])
     // A sticker over the operator's 100 KB (static) is refused before any call.
     const before = graph.requests().length
@@ -384,6 +386,62 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     })
     const stored = await messagesOf(conversation.id)
     expect(stored.slice(-2).map((m) => [m.text, m.status, m.error?.code])).toEqual([["one", "failed", 131056], ["two", "failed", 131048]])
+  })
+
+  // The operator took the send but its answer never came back (the connection dropped after the request
+  // left): the message may have been sent, so it is neither failed nor sent again, and the operator's
+  // status, which names the send's message, settles it.
+  it("a send whose answer is lost answers 504 and stays pending; the operator's status settles it, and one no status names fails after 15 minutes, never sent again", async () => {
+    const from = "4917600000007"
+    await post(payload({ id: WABA_ID, changes: [messagesChange(PHONE_NUMBER_ID, { contacts: [{ wa_id: from, name: "Lia" }], messages: [text(from, "hallo")] })] }))
+    await drain()
+    const conversation = await conversationOf((await contactByPhone(`+${from}`)).id)
+    const sendsTo = () => graph.sends().filter((sent) => sent.phoneNumberId === PHONE_NUMBER_ID && sent.to === from)
+    const sentEvents = async () => (await events("message.sent")).filter((e) => e.data.message.conversation_id === conversation.id)
+
+    graph.scriptRecipient(from, { drop: true })
+    const lost = await api("POST", "/messages", { conversation_id: conversation.id, text: "Bis morgen" })
+    expect(lost.status).toBe(504)
+    expect(lost.body.detail).toMatchObject({ code: "operator_no_answer", operator: { kind: "transient" } })
+    expect(lost.body.detail.message).toMatch(/may have been sent.*Do not send it again/s)
+    const id = lost.body.detail.message_id
+    expect(await api("GET", `/messages/${id}`)).toMatchObject({ status: 200, body: { status: "pending", external_id: null, error: null } })
+    // The send named its message; the operator took it.
+    expect(sendsTo().map((sent) => sent.callbackData)).toEqual([`omnichannel-message:${id}`])
+
+    // Its statuses arrive; the message waits while a send could still be under way (5 minutes), then is settled.
+    expect((await post(statusesPayload(WABA_ID, sendsTo(), "sent", 1764150010))).status).toBe(200)
+    expect((await post(statusesPayload(WABA_ID, sendsTo(), "delivered", 1764150020))).status).toBe(200)
+    await drain()
+    expect((await api("GET", `/messages/${id}`)).body).toMatchObject({ status: "pending", external_id: sendsTo()[0]!.wamid })
+    await advance(301)
+    await drain()
+    expect((await api("GET", `/messages/${id}`)).body).toMatchObject({
+      status: "delivered",
+      external_id: sendsTo()[0]!.wamid,
+      sent_at: new Date(1764150010_000).toISOString(),
+      delivered_at: new Date(1764150020_000).toISOString(),
+      error: null
+    })
+    expect((await sentEvents()).map((e) => e.data.message.id)).toEqual([id])
+
+    // Another lost answer, and this time no status ever names the send (as if the operator never took it).
+    graph.scriptRecipient(from, { drop: true })
+    const hung = await api("POST", "/messages", { conversation_id: conversation.id, text: "Hallo?" })
+    expect(hung.status).toBe(504)
+    const never = hung.body.detail.message_id
+    await advance(600)
+    await drain()
+    expect((await api("GET", `/messages/${never}`)).body.status).toBe("pending")
+    await advance(301)
+    await drain()
+    const failed = (await api("GET", `/messages/${never}`)).body
+    expect(failed).toMatchObject({ status: "failed", external_id: null })
+    expect(failed.error.message).toMatch(/no answer.*no status.*15 minutes.*never sent twice/s)
+    // Neither was sent a second time, and only the settled one made message.sent.
+    expect(graph.requests().filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages` && (r.json as { to?: string } | undefined)?.to === from))
+      .toHaveLength(2)
+    expect((await sentEvents()).map((e) => e.data.message.id)).toEqual([id])
   })
 
   it("keeps what it cannot route, answers 200, and never leaks across tenants", async () => {

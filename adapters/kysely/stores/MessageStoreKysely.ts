@@ -176,6 +176,18 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
         attachments.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
           attachStatement.run<{ readonly id: string }>(db, attachments.map(({ external_id, id }) => ({ id, external_id })), [tenantId, channelId]))
           .pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
+      // Through messages_pending_idx (created_at, id; status 'pending' as a literal, so the partial index matches).
+      pendingAcrossTenants: (before, after, limit) =>
+        query(connection, (db) => {
+          let q = db.selectFrom("messages").selectAll().where(sql.ref("status"), "=", sql.lit("pending"))
+            .where("created_at", "<", before).where("direction", "=", "outbound").where("message_type", "<>", "email")
+          if (after !== null) {
+            q = q.where((eb) =>
+              eb.or([eb("created_at", ">", after.created_at), eb.and([eb("created_at", "=", after.created_at), eb("id", ">", after.id)])])
+            )
+          }
+          return q.orderBy("created_at").orderBy("id").limit(limit).execute()
+        }).pipe(Effect.map((rows) => rows.map(fromRow))),
       deletePending: (tenantId, ids) =>
         ids.length === 0 ? Effect.void : query(connection, (db) => deletePendingStatement.run(db, ids.map((id) => ({ id })), [tenantId]))
           .pipe(Effect.asVoid),
