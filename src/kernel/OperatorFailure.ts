@@ -12,6 +12,16 @@ export interface OperatorRefusal {
   readonly fbtraceId: string | null
 }
 
+/** The operator's side of a failure as the API shows it (`detail.operator`). */
+export const operatorDetail = (error: OperatorRefusal) => ({
+  kind: error.kind,
+  code: error.code,
+  subcode: error.subcode,
+  title: error.userTitle,
+  message: error.userMessage ?? error.message,
+  fbtrace_id: error.fbtraceId
+})
+
 /**
  * How a send whose request left and got no answer is answered (a timeout, a connection dropped after
  * the request was sent): 504 `operator_no_answer`. The operator may have the message, so it is neither
@@ -24,14 +34,7 @@ export const operatorNoAnswer = (error: OperatorRefusal, messageId: string): Ope
     code: "operator_no_answer",
     message: "The chat-app operator gave no answer, so the message may have been sent; it stays pending until the " +
       "operator reports its status (message.sent, then its status events). Do not send it again.",
-    operator: {
-      kind: error.kind,
-      code: error.code,
-      subcode: error.subcode,
-      title: error.userTitle,
-      message: error.userMessage ?? error.message,
-      fbtrace_id: error.fbtraceId
-    }
+    operator: operatorDetail(error)
   })
 
 /**
@@ -63,13 +66,6 @@ export const operatorFailure = (error: OperatorRefusal, messageId?: string): Ope
     status,
     code,
     message,
-    operator: {
-      kind: error.kind,
-      code: error.code,
-      subcode: error.subcode,
-      title: error.userTitle,
-      message: error.userMessage ?? error.message,
-      fbtrace_id: error.fbtraceId
-    }
+    operator: operatorDetail(error)
   })
 }

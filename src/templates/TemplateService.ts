@@ -6,6 +6,7 @@ import { type BadRequest, ChannelUnavailable, type FailedWithBody, InvalidReques
 import { chatappCredentialsOf } from "../kernel/ChatappChannel.ts"
 import { EncodedJson } from "../kernel/EncodedJson.ts"
 import { isRateLimitKind } from "../kernel/OperatorErrorKind.ts"
+import { operatorDetail } from "../kernel/OperatorFailure.ts"
 import type { ChatappFieldHandler } from "../kernel/ChatappEvents.ts"
 import { type PageRequest, toWindow } from "../kernel/Pagination.ts"
 import type { StorageError } from "../kernel/StorageError.ts"
@@ -43,14 +44,7 @@ const libraryFailure = (error: ChatPlatformError): OperatorFailed =>
       : error.kind === "transient"
       ? "The operator cannot be reached to read the template library and no copy of this catalog is cached; try again shortly"
       : `The operator refused to read the template library: ${error.userMessage ?? error.message}`,
-    operator: {
-      kind: error.kind,
-      code: error.code,
-      subcode: error.subcode,
-      title: error.userTitle,
-      message: error.userMessage ?? error.message,
-      fbtrace_id: error.fbtraceId
-    }
+    operator: operatorDetail(error)
   })
 
 /** The body with its variables filled, as the conversation shows the message. */
