@@ -10,17 +10,17 @@ import type { OutboundLifecycle } from "./OutboundLifecycle.ts"
  * How long a chat-app send in doubt waits for the operator's status before it fails: 15 minutes from
  * when it was made. The operator reports `sent` within seconds of taking a message.
  */
-export const SEND_IN_DOUBT_SECONDS = 900
+const SEND_IN_DOUBT_SECONDS = 900
 
 /**
  * A message pending this long is no send under way: the operator's answer comes within its 30-second
  * timeout, and a campaign hands a message over well within its round. Only older ones are looked at.
  */
-export const UNDER_WAY_SECONDS = 300
+const UNDER_WAY_SECONDS = 300
 
 /** Why a send in doubt failed. */
-export const UNANSWERED =
-  "The chat-app operator gave no answer to this send and reported no status for it within 15 minutes; it is not sent again, so it is never sent twice"
+const UNANSWERED = `The chat-app operator gave no answer to this send and reported no status for it within ${SEND_IN_DOUBT_SECONDS / 60} ` +
+  "minutes; it is not sent again, so it is never sent twice"
 
 const PAGE = 200
 
@@ -46,12 +46,12 @@ export interface UnansweredSendsDeps {
 export const makeUnansweredSendsJob = (deps: UnansweredSendsDeps): BackgroundJob => {
   const { lifecycle, messages, transactor } = deps
 
+  const expiredBy = (message: MessageRecord, nowMs: number) => Date.parse(message.created_at) + SEND_IN_DOUBT_SECONDS * 1000 <= nowMs
+
   const settleTenant = (tenantId: string, group: ReadonlyArray<MessageRecord>, nowMs: number) =>
     transactor.withTransaction(Effect.gen(function*() {
       const settled = new Set((yield* lifecycle.settleReportedOf(tenantId, group)).map((message) => message.id))
-      const expired = group.filter((message) =>
-        !settled.has(message.id) && Date.parse(message.created_at) + SEND_IN_DOUBT_SECONDS * 1000 <= nowMs
-      )
+      const expired = group.filter((message) => !settled.has(message.id) && expiredBy(message, nowMs))
       const failed = yield* lifecycle.failPending(
         tenantId,
         expired.map((message) => message.id),
@@ -61,6 +61,9 @@ export const makeUnansweredSendsJob = (deps: UnansweredSendsDeps): BackgroundJob
       return { settled: settled.size, failed: failed.size }
     }))
 
+  // Messages still waiting (no status named them yet, not expired) cost no transaction.
+  const actionable = (message: MessageRecord, nowMs: number) => message.external_id !== null || expiredBy(message, nowMs)
+
   const runDue = Effect.gen(function*() {
     const nowMs = yield* Clock.currentTimeMillis
     const before = fromMillis(nowMs - UNDER_WAY_SECONDS * 1000)
@@ -69,7 +72,7 @@ export const makeUnansweredSendsJob = (deps: UnansweredSendsDeps): BackgroundJob
     let failed = 0
     for (;;) {
       const page: ReadonlyArray<MessageRecord> = yield* messages.pendingAcrossTenants(before, after, PAGE)
-      for (const [tenantId, group] of groupBy(page, (message) => message.tenant_id)) {
+      for (const [tenantId, group] of groupBy(page.filter((message) => actionable(message, nowMs)), (message) => message.tenant_id)) {
         const done = yield* settleTenant(tenantId, group, nowMs)
         settled += done.settled
         failed += done.failed
