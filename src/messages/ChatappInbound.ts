@@ -186,28 +186,19 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
       })
   }
 
-  // Moves the message by every status kept for its id: statuses that arrived before the message
-  // was known (a send whose answer was still on its way) are applied when it becomes known.
-  // Keeps every status, then moves each known message by its statuses in order: one read and one
-  // compare-and-set write per channel, and for a message another writer moved meanwhile, a new read.
+  // Moves each settled message by its statuses in order: one read and one compare-and-set write per
+  // channel, and for a message another writer moved meanwhile, a new read. A status whose message is
+  // not known yet or still pending (its send's answer on its way, or lost) is kept, for the message's
+  // settlement to apply (`OutboundLifecycle`); a settled message's row is its statuses' only record.
   const handleStatuses = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
     const at = yield* now
-    yield* messages.recordStatuses(inputs.map(({ channel, event }) => ({
-      tenant_id: channel.tenant_id,
-      channel_id: channel.id,
-      external_id: event.externalId,
-      status: event.status,
-      occurred_at: event.occurredAt ?? at,
-      error: event.error,
-      received_at: at
-    })))
     yield* settleStatuses(inputs, "message statuses", (channel, unsettled) =>
       Effect.gen(function*() {
         const externalIds = [...new Set(unsettled.map(({ event }) => event.externalId))]
         let read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
         // A status of a send whose answer has not been written (still on its way, or lost with the
         // process that sent it) names its message by the send's reference: the message takes the
-        // operator's id and stays pending for its settlement, which applies the statuses kept above.
+        // operator's id and stays pending for its settlement, which applies the statuses kept below.
         const known = new Set(read.map((message) => message.external_id))
         const named = new Map<string, string>()
         for (const { event } of unsettled) {
@@ -217,6 +208,19 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
         if (named.size > 0) {
           const attached = yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
           if (attached.size > 0) read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+        }
+        const settledIds = new Set(read.filter((message) => message.status !== "pending").map((message) => message.external_id))
+        const kept = unsettled.filter(({ event }) => !settledIds.has(event.externalId))
+        if (kept.length > 0) {
+          yield* messages.recordStatuses(kept.map(({ event }) => ({
+            tenant_id: channel.tenant_id,
+            channel_id: channel.id,
+            external_id: event.externalId,
+            status: event.status,
+            occurred_at: event.occurredAt ?? at,
+            error: event.error,
+            received_at: at
+          })))
         }
         // A pending message is its settlement's to move (by the statuses kept for its id).
         const moves = new Map(read.filter((message) => message.status !== "pending")
