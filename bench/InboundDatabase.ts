@@ -266,26 +266,29 @@ export interface StatusCounts {
   readonly outbound: number
   /** Outbound messages now `read` with `sent_at`, `delivered_at` and `read_at` all set. */
   readonly readWithTimes: number
-  /** Rows of `message_statuses`, all of them. */
-  readonly statusRows: number
-  /** Rows of `message_statuses` about an outbound message of the channel, by status. */
-  readonly ofOutbound: Readonly<Record<string, number>>
+  /** Statuses handled: their de-duplication keys. */
+  readonly handled: number
+  /** Rows of `message_statuses` about an outbound message of the channel (kept apart only while a message is unknown or pending). */
+  readonly keptOfOutbound: number
 }
 
 export const readStatusCounts = async (db: Kysely<Database>): Promise<StatusCounts> => {
   const outbound = db.selectFrom("messages").select(sql<number>`count(*)`.as("n")).where("direction", "=", "outbound")
-  const ofOutbound = await db.selectFrom("message_statuses as s")
-    .innerJoin("messages as m", (join) =>
-      join.onRef("m.channel_id", "=", "s.channel_id").onRef("m.external_id", "=", "s.external_id").on("m.direction", "=", "outbound"))
-    .select(["s.status", sql<number>`count(*)`.as("n")])
-    .groupBy("s.status").execute()
   return {
     outbound: await count(outbound.executeTakeFirst()),
     readWithTimes: await count(
       outbound.where("status", "=", "read").where("sent_at", "is not", null).where("delivered_at", "is not", null)
         .where("read_at", "is not", null).executeTakeFirst()
     ),
-    statusRows: await count(db.selectFrom("message_statuses").select(sql<number>`count(*)`.as("n")).executeTakeFirst()),
-    ofOutbound: Object.fromEntries(ofOutbound.map((row) => [row.status, Number(row.n)]))
+    handled: await count(
+      db.selectFrom("inbound_handled").select(sql<number>`count(*)`.as("n")).where("source", "=", "chatapp").where("key", "like", "status:%")
+        .executeTakeFirst()
+    ),
+    keptOfOutbound: await count(
+      db.selectFrom("message_statuses as s")
+        .innerJoin("messages as m", (join) =>
+          join.onRef("m.channel_id", "=", "s.channel_id").onRef("m.external_id", "=", "s.external_id").on("m.direction", "=", "outbound"))
+        .select(sql<number>`count(*)`.as("n")).executeTakeFirst()
+    )
   }
 }
