@@ -266,10 +266,18 @@ export interface StatusCounts {
   readonly outbound: number
   /** Outbound messages now `read` with `sent_at`, `delivered_at` and `read_at` all set. */
   readonly readWithTimes: number
-  /** Statuses handled: their de-duplication keys. */
+  /** Statuses carried by the payloads processed (a status handled again to no effect keeps no key of its own to count). */
   readonly handled: number
   /** Rows of `message_statuses` about an outbound message of the channel (kept apart only while a message is unknown or pending). */
   readonly keptOfOutbound: number
+}
+
+/** The statuses an operator payload carries. */
+const statusesIn = (body: Uint8Array | string): number => {
+  const payload = JSON.parse(typeof body === "string" ? body : Buffer.from(body).toString("utf8")) as {
+    readonly entry?: ReadonlyArray<{ readonly changes?: ReadonlyArray<{ readonly value?: { readonly statuses?: ReadonlyArray<unknown> } }> }>
+  }
+  return (payload.entry ?? []).flatMap((entry) => entry.changes ?? []).reduce((sum, change) => sum + (change.value?.statuses?.length ?? 0), 0)
 }
 
 export const readStatusCounts = async (db: Kysely<Database>): Promise<StatusCounts> => {
@@ -280,10 +288,8 @@ export const readStatusCounts = async (db: Kysely<Database>): Promise<StatusCoun
       outbound.where("status", "=", "read").where("sent_at", "is not", null).where("delivered_at", "is not", null)
         .where("read_at", "is not", null).executeTakeFirst()
     ),
-    handled: await count(
-      db.selectFrom("inbound_handled").select(sql<number>`count(*)`.as("n")).where("source", "=", "chatapp").where("key", "like", "status:%")
-        .executeTakeFirst()
-    ),
+    handled: (await db.selectFrom("inbound_payloads").select("body").where("status", "=", "processed").execute())
+      .reduce((sum, row) => sum + statusesIn(row.body), 0),
     keptOfOutbound: await count(
       db.selectFrom("message_statuses as s")
         .innerJoin("messages as m", (join) =>

@@ -300,7 +300,9 @@ export class CampaignService extends Context.Service<CampaignService, {
       const statusHandler: ChatappStatusHandler = {
         name: "campaign recipients",
         handle: (input) => Effect.as(handleStatuses([input]), "continue" as const),
-        handleMany: handleStatuses
+        handleMany: handleStatuses,
+        // Forward-only moves: a status again moves no recipient.
+        repeatable: () => true
       }
 
       return CampaignService.of({

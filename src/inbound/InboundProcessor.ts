@@ -14,6 +14,7 @@ import {
   type HandlerVerdict,
   type InboundChannel,
   type PreparedStep,
+  repeatableStatus,
   RetryLater
 } from "../kernel/ChatappEvents.ts"
 import { EmailHandlers } from "../kernel/EmailEvents.ts"
@@ -60,7 +61,8 @@ const cleanNote = (outcome: InboundOutcome): InboundOutcome =>
  * workers and processes share them), reads each into events, and runs every event through the
  * registered handlers in its own transaction together with its de-duplication key, so a redelivered
  * message or status has the effect of one and a crash loses nothing (the lease passes, the payload is
- * taken again, handled keys are skipped).
+ * taken again, handled keys are skipped). A status every status handler handles again to the effect
+ * of once (`repeatable`: forward-only moves) is handled without a key of its own.
  */
 export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTINGS) =>
   Effect.gen(function*() {
@@ -152,8 +154,13 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       }
     })
 
-    const handleStatus = (channel: InboundChannel, event: ChatappStatusEvent) =>
-      once(event.key, untilStop(handlers.statuses.map((handler) => handler.handle({ channel, event }))))
+    // A status every handler handles again to the effect of once needs no key: a redelivery changes nothing.
+    const handleStatus = (channel: InboundChannel, event: ChatappStatusEvent) => {
+      const work = untilStop(handlers.statuses.map((handler) => handler.handle({ channel, event })))
+      return repeatableStatus(handlers.statuses, { channel, event })
+        ? withConflictRetry(transactor.withTransaction(Effect.as(work, true)))
+        : once(event.key, work)
+    }
 
     const handleField = (event: ChatappFieldEvent) =>
       once(event.key, untilStop(fieldHandlers(event.field).map((handler) => handler.handle(event))))
@@ -254,15 +261,20 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
       readonly event: ChatappMessageEvent | ChatappStatusEvent
     }
 
-    // Stores a batch of items in one transaction: their keys in one statement (a key twice in the
-    // batch, or handled before, is skipped), then every status handler's and recording handler's
-    // batch form over what is left, in the items' order.
+    // A status every status handler handles again to the effect of once keeps no key of its own.
+    const keyless = ({ channel, event }: Item): boolean => event.kind === "status" && repeatableStatus(handlers.statuses, { channel, event })
+
+    // Stores a batch of items in one transaction: the first item of each key only, the keys of those
+    // that need one in one statement (one handled before is skipped), then every status handler's
+    // and recording handler's batch form over what is left, in the items' order.
     const storeBatch = (items: ReadonlyArray<Item>) =>
       transactor.withTransaction(Effect.gen(function*() {
-        const keys = [...new Set(items.map(({ event }) => event.key))]
-        const fresh = new Set(yield* store.markHandledMany("chatapp", keys, yield* now))
-        // The first of a key's items only: `delete` answers true once.
-        const todo = items.filter(({ event }) => fresh.delete(event.key))
+        const firsts = new Map<string, Item>()
+        for (const item of items) if (!firsts.has(item.event.key)) firsts.set(item.event.key, item)
+        const free = new Set([...firsts.values()].filter(keyless))
+        const keyed = [...firsts.values()].filter((item) => !free.has(item)).map(({ event }) => event.key)
+        const fresh = keyed.length === 0 ? new Set<string>() : new Set(yield* store.markHandledMany("chatapp", keyed, yield* now))
+        const todo = [...firsts.values()].filter((item) => free.has(item) || fresh.has(item.event.key))
         const messages: Array<ChatappMessageInput> = []
         const statuses: Array<ChatappStatusInput> = []
         for (const { channel, event, t } of todo) {

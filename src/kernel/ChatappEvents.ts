@@ -181,7 +181,18 @@ export interface ChatappStatusHandler {
    * a handler has none.
    */
   readonly handleMany?: (inputs: ReadonlyArray<ChatappStatusInput>) => Effect.Effect<void, StorageError>
+  /**
+   * Whether handling `input` again has the effect of handling it once (a forward-only move, a row
+   * kept once by its key). A status every handler says so of is handled without a de-duplication key
+   * of its own: a redelivery goes through the handlers again and changes nothing. Without it, every
+   * status is handled once by its key.
+   */
+  readonly repeatable?: (input: ChatappStatusInput) => boolean
 }
+
+/** Whether every one of `handlers` handles `input` again to the effect of once (see `repeatable`). */
+export const repeatableStatus = (handlers: ReadonlyArray<ChatappStatusHandler>, input: ChatappStatusInput): boolean =>
+  handlers.every((handler) => handler.repeatable?.(input) === true)
 
 /** An area's handler of one field (`flows`, `user_preferences`, …); it routes the change itself (by `entryId` or `phoneNumberId`). */
 export interface ChatappFieldHandler {

@@ -18,8 +18,9 @@ export interface OptOutStatusDeps {
  * The contact is the tenant's one holding the recipient's number; none is created for a stranger.
  */
 export const makeOptOutStatusHandler = (deps: OptOutStatusDeps): ChatappStatusHandler => {
+  const optsOut = ({ event }: ChatappStatusInput) => event.status === "failed" && event.errorKind === "opted_out"
   const handleMany = Effect.fnUntraced(function*(inputs: ReadonlyArray<ChatappStatusInput>) {
-    const optedOut = inputs.filter(({ event }) => event.status === "failed" && event.errorKind === "opted_out")
+    const optedOut = inputs.filter(optsOut)
     if (optedOut.length === 0) return
     const at = yield* now
     for (const { channel, event } of optedOut) {
@@ -39,6 +40,8 @@ export const makeOptOutStatusHandler = (deps: OptOutStatusDeps): ChatappStatusHa
   return {
     name: "marketing opt-outs",
     handle: (input) => Effect.as(handleMany([input]), "continue" as const),
-    handleMany
+    handleMany,
+    // An opt-out recorded again would undo the contact's opting in since: once, by its key.
+    repeatable: (input) => !optsOut(input)
   }
 }

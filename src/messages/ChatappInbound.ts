@@ -255,7 +255,9 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
   const statusHandler: ChatappStatusHandler = {
     name: "message status",
     handle: (input) => Effect.as(handleStatuses([input]), "continue" as const),
-    handleMany: handleStatuses
+    handleMany: handleStatuses,
+    // Forward-only moves, and statuses kept apart once per id and status.
+    repeatable: () => true
   }
 
   return { storeHandler, statusHandler }

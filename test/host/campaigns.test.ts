@@ -191,7 +191,8 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
     expect(posted.status, posted.body).toBe(200)
     await drain()
   }
-  const stopMarketing = async (number: NumberName, phone: string) => {
+  const stopMarketing = (number: NumberName, phone: string) => marketingPreference(number, phone, "stop")
+  const marketingPreference = async (number: NumberName, phone: string, value: "stop" | "resume") => {
     const waId = digits(phone)
     const posted = await h.post({
       object: "whatsapp_business_account",
@@ -205,9 +206,9 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
             contacts: [{ profile: { name: "Kim" }, wa_id: waId }],
             user_preferences: [{
               wa_id: waId,
-              detail: "User requested to stop marketing messages",
+              detail: `User requested to ${value} marketing messages`,
               category: "marketing_messages",
-              value: "stop",
+              value,
               timestamp: await clockSeconds()
             }]
           }
@@ -682,7 +683,7 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
       await drain()
       expect(await stats(first.id)).toMatchObject({ status: "completed", recipients: { sent: 2 } })
       // The operator took both, then reports one failed for the opt-out and the other for another reason.
-      await statusWebhook("optout", [
+      const failures = [
         {
           id: await wamidOf(stopped!.id),
           status: "failed",
@@ -700,7 +701,8 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
           recipient_id: digits(other!.phone),
           errors: [{ code: 131026, title: "Message undeliverable", message: "Message undeliverable" }]
         }
-      ])
+      ]
+      await statusWebhook("optout", failures)
       expect((await stats(first.id)).recipients).toMatchObject({ sent: 0, failed: 2 })
       expect((await ok("GET", `/contacts/${stopped!.id}/subscriptions`)).marketing_opt_outs).toEqual([
         { contact_id: stopped!.id, channel_id: channel.optout, source: "operator_error", opted_out_at: expect.any(String) }
@@ -713,6 +715,14 @@ describe.each(hostBackends)("campaigns on the reference host ($name)", (backend)
       await drain()
       expect(sendsTo("optout", from)).toEqual([digits(other!.phone)])
       expect(await stats(next.id)).toMatchObject({ skipped_by_reason: { opted_out: 1 }, recipients: { sent: 1, skipped: 1 } })
+
+      // The contact resumes marketing messages; the operator then delivers the old failures again.
+      // The opt-out was recorded once and stays lifted; the statuses change nothing a second time.
+      await marketingPreference("optout", stopped!.phone, "resume")
+      expect((await ok("GET", `/contacts/${stopped!.id}/subscriptions`)).marketing_opt_outs).toEqual([])
+      await statusWebhook("optout", failures)
+      expect((await ok("GET", `/contacts/${stopped!.id}/subscriptions`)).marketing_opt_outs).toEqual([])
+      expect(await stats(first.id)).toMatchObject({ status: "completed", recipients: { sent: 0, failed: 2 } })
     })
   })
 

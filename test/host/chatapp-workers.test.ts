@@ -396,7 +396,7 @@ describe.each(hostBackends)("inbound processing across crashes and processes ($n
    * conversation of the channel, with one `message.received` event; one contact (and one
    * `contact.created` event) for each sender (wa_ids `<pool>…`: `known` ones and the backlog's),
    * whose conversation's last inbound time is its newest message's;
-   * every sent message at the end its statuses take it to, none of them kept apart; no payload left
+   * every sent message at the end its statuses take it to, none of them kept apart or keyed; no payload left
    * pending or failed.
    */
   const expectBacklogDone = async (
@@ -461,6 +461,10 @@ describe.each(hostBackends)("inbound processing across crashes and processes ($n
     const kept = (await db.all("SELECT external_id, status FROM message_statuses WHERE tenant_id = $1", [boot.tenant_id]))
       .filter((row) => ids.has(row.external_id)).map((row) => `${row.external_id} ${row.status}`)
     expect(kept).toEqual([])
+    // Nor a de-duplication key: a status handled again moves nothing.
+    const keys = (await db.all("SELECT key FROM inbound_handled WHERE source = 'chatapp' AND key LIKE 'status:%'"))
+      .filter((row) => ids.has(String(row.key).slice("status:".length, String(row.key).lastIndexOf(":"))))
+    expect(keys).toEqual([])
 
     expect((await payloadRows(db)).filter((row) => row.status !== "processed")).toEqual([])
   }
