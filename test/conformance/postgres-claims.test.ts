@@ -6,7 +6,9 @@ import { layer, migrate, openPostgres } from "../../adapters/kysely/KyselyStorag
 import { CampaignStore } from "../../src/ports/CampaignStore.ts"
 import { ContactStore } from "../../src/ports/ContactStore.ts"
 import { ConversationStore } from "../../src/ports/ConversationStore.ts"
+import { InboundStore } from "../../src/ports/InboundStore.ts"
 import { ListStore } from "../../src/ports/ListStore.ts"
+import { MessageStore } from "../../src/ports/MessageStore.ts"
 import { OutboxStore } from "../../src/ports/OutboxStore.ts"
 import type { StoragePorts } from "../../src/ports/StoragePorts.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
@@ -58,9 +60,9 @@ const readsOf = <A, E>(
 }
 
 /** A new migrated PostgreSQL database through `openPostgres`, its storage layer, and how to drop it. */
-const freshPostgres = async () => {
+const freshPostgres = async (connections = 2) => {
   const created = await createPostgresDatabase(PG_URL!)
-  const db = openPostgres(created.url, { max: 2 })
+  const db = openPostgres(created.url, { max: connections })
   await migrate(db, "postgres")
   const storage = layer(db, "postgres")
   return {
@@ -221,5 +223,145 @@ describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements with statistics
     expect(reads.seqScans).toBe(0)
     expect(reads.fetched).toBeLessThanOrEqual(10)
     expect(reads.indexEntries).toBeLessThanOrEqual(12)
+  })
+})
+
+// As above, with the statements run while the tables held a row or two each (statistics taken then),
+// then the tables grown to thousands of rows: what is looked up by key is read by that key, never
+// through the rows that share a channel, a campaign or a pending status with it.
+describe.skipIf(PG_URL === undefined)("PostgreSQL hot statements run while the tables were nearly empty, then grown (needs PG_URL)", () => {
+  let pg: Awaited<ReturnType<typeof freshPostgres>>
+  let tenantId: string
+  const ROWS = 3_000
+  const AT = "2026-12-07T03:00:00.000Z"
+  const run = <A, E>(effect: Effect.Effect<A, E, StoragePorts>) => pg.run(effect)
+  const readsIn = <A, E>(table: string, work: Effect.Effect<A, E, StoragePorts>) => readsOf(pg.connection, pg.storage, table, work)
+  const phoneOf = (n: number) => `+4477008${String(n).padStart(5, "0")}`
+  /**
+   * A contact, its open conversation and a message for each of `ids`: sent (`wamid.<n>`), or a send
+   * still pending without the operator's id; and a pending payload.
+   */
+  const fill = async (ids: ReadonlyArray<number>, message: "sent" | "pending") => {
+    const list = sql`unnest(${`{${ids.join(",")}}`}::int[])`
+    await sql`INSERT INTO contacts (id, tenant_id, name, phone, custom_fields, created_at, updated_at)
+      SELECT 'contact_' || g, ${tenantId}, 'C' || g, '+4477008' || lpad(g::text, 5, '0'), '{}', ${AT}, ${AT} FROM ${list} AS g`.execute(pg.db)
+    await sql`INSERT INTO conversations (id, tenant_id, channel_id, contact_id, status, kind, created_at)
+      SELECT 'conversation_' || g, ${tenantId}, 'channel_1', 'contact_' || g, 'open', 'chat', ${AT} FROM ${list} AS g`.execute(pg.db)
+    await sql`INSERT INTO messages (id, tenant_id, conversation_id, channel_id, contact_id, direction, message_type, content, status,
+        external_id, created_at, sent_at)
+      SELECT 'message_' || g, ${tenantId}, 'conversation_' || g, 'channel_1', 'contact_' || g, 'outbound', 'text', '{}', ${message},
+        CASE WHEN ${message} = 'sent' THEN 'wamid.' || g END, ${AT}, CASE WHEN ${message} = 'sent' THEN ${AT} END FROM ${list} AS g`.execute(pg.db)
+    await sql`INSERT INTO inbound_payloads (id, source, body, received_at, status, attempts, next_attempt_at)
+      SELECT 'payload_' || g, 'chatapp', '\\x7b7d'::bytea, ${AT}, 'pending', 0, ${AT} FROM ${list} AS g`.execute(pg.db)
+    await sql`INSERT INTO campaign_recipients (tenant_id, campaign_id, seq, contact_id, channel_id, state, batch_day, planned_at, external_id, updated_at)
+      SELECT ${tenantId}, 'campaign_1', g, 'contact_' || g, 'channel_1', ${message === "sent" ? "sending" : "pending"}, 0, ${AT},
+        CASE WHEN ${message} = 'sent' THEN 'wamid.' || g END, ${AT} FROM ${list} AS g`.execute(pg.db)
+    await sql`INSERT INTO webhook_deliveries (id, tenant_id, webhook_endpoint_id, event_id, event_type, envelope,
+        outbox_seq, status, attempt_number, max_retries, retry_strategy, created_at)
+      SELECT 'whd_' || g, ${tenantId}, 'endpoint_1', 'evt_' || g, 'contact.created', '{}', g, 'pending', 0, 8, 'exponential', ${AT}
+      FROM ${list} AS g`.execute(pg.db)
+  }
+  const settled = (id: string) => ({
+    id,
+    external_id: null,
+    status: "failed" as const,
+    error: null,
+    sent_at: null,
+    delivered_at: null,
+    read_at: null,
+    failed_at: AT,
+    updated_at: AT
+  })
+  const ns = [7, 700, 2999, 1500, 42]
+  const statements = {
+    contacts: () => ContactStore.use((s) => s.findOrInsertByPhones(tenantId, ns.map((n) => contactRecord(tenantId, { phone: phoneOf(n), email: null })))),
+    open: () =>
+      ConversationStore.use((s) =>
+        s.openMany(tenantId, ns.map((n) => conversationRecord(tenantId, { channel_id: "channel_1", contact_id: `contact_${n}`, created_at: AT })))),
+    note: () => ConversationStore.use((s) => s.noteMessages(tenantId, ns.map((n) => ({ id: `conversation_${n}`, at: AT, inbound_at: AT })))),
+    messages: () => MessageStore.use((s) => s.findByExternalIds(tenantId, "channel_1", ns.map((n) => `wamid.${n}`))),
+    // The looked-up messages are sent: these change nothing, and must not walk the pending sends to find so.
+    settle: () => MessageStore.use((s) => s.settlePending(tenantId, ns.map((n) => settled(`message_${n}`)))),
+    attach: () => MessageStore.use((s) => s.attachExternalIds(tenantId, "channel_1", ns.map((n) => ({ id: `message_${n}`, external_id: `wamid.x${n}` })))),
+    drop: () => MessageStore.use((s) => s.deletePending(tenantId, ns.map((n) => `message_${n}`))),
+    // Payloads another holder has: nothing finished, and the pending ones not walked.
+    finish: () =>
+      InboundStore.use((s) => s.finishMany(ns.map((n) => ({ id: `payload_${n}`, holder: "another", outcome: { status: "processed" as const, note: null } })), AT)),
+    // A campaign's recipients in flight, by the statuses' operator ids and by their place; these expect
+    // a state they are not in, so nothing changes.
+    recipients: () => CampaignStore.use((s) => s.findRecipientsByExternalIds(tenantId, "channel_1", ns.map((n) => `wamid.${n}`))),
+    settleRecipients: () =>
+      CampaignStore.use((s) =>
+        s.settleRecipients(tenantId, "campaign_1", ns.map((n) => ({
+          seq: n,
+          expected: "pending" as const,
+          state: "sent" as const,
+          handed_at: AT,
+          message_id: `message_${n}`,
+          external_id: `wamid.${n}`,
+          error: null,
+          updated_at: AT
+        })))),
+    moveRecipients: () =>
+      CampaignStore.use((s) =>
+        s.moveRecipients(tenantId, ns.map((n) => ({ campaign_id: "campaign_1", seq: n, expected: "read" as const, state: "failed" as const, error: null, updated_at: AT })))),
+    // Webhook deliveries' states, read and written back as they are.
+    deliveries: () =>
+      WebhookDeliveryStore.use((s) =>
+        Effect.flatMap(s.getStates(ns.map((n) => ({ id: `whd_${n}`, tenant_id: tenantId }))), (states) => s.saveMany(states.map((state) => ({ state })))))
+  }
+
+  beforeAll(async () => {
+    pg = await freshPostgres(1)
+    tenantId = (await run(seedTenant)).tenant.id
+    await run(WebhookEndpointStore.use((s) => s.insert(webhookEndpointRecord(tenantId, { id: "endpoint_1" }))))
+    // The rows the statements look up alone, statistics taken, the statements run (and their prepared
+    // forms made) a few times. Then the tables grow to thousands of rows.
+    await fill(ns, "sent")
+    await sql`ANALYZE`.execute(pg.db)
+    const all: ReadonlyArray<() => Effect.Effect<unknown, unknown, StoragePorts>> = Object.values(statements)
+    for (let i = 0; i < 8; i++) for (const statement of all) await run(statement())
+    await fill(Array.from({ length: ROWS }, (_, i) => i + 1).filter((n) => !ns.includes(n)), "pending")
+  }, 60_000)
+
+  afterAll(() => pg?.close())
+
+  it("an inbound batch's senders, open conversations, conversation times and statuses' messages are read by their keys", async () => {
+    const contacts = await readsIn("contacts", statements.contacts())
+    expect(contacts.result.contacts.map((c) => c.phone).sort()).toEqual(ns.map(phoneOf).sort())
+    const open = await readsIn("conversations", statements.open())
+    expect(open.result.inserted.size).toBe(0)
+    const note = await readsIn("conversations", statements.note())
+    const messages = await readsIn("messages", statements.messages())
+    expect(messages.result.map((m) => m.external_id).sort()).toEqual(ns.map((n) => `wamid.${n}`).sort())
+    for (const reads of [contacts, open, note, messages]) {
+      expect(reads.seqScans).toBe(0)
+      expect(reads.fetched).toBeLessThanOrEqual(2 * ns.length)
+      expect(reads.indexEntries).toBeLessThanOrEqual(3 * ns.length)
+    }
+  })
+
+  it("a campaign's statuses and outcomes, and webhook deliveries' states, reach their rows by key", async () => {
+    const recipients = await readsIn("campaign_recipients", statements.recipients())
+    expect(recipients.result.map((r) => r.seq).sort((a, b) => a - b)).toEqual([...ns].sort((a, b) => a - b))
+    const settleRecipients = await readsIn("campaign_recipients", statements.settleRecipients())
+    const moveRecipients = await readsIn("campaign_recipients", statements.moveRecipients())
+    expect([settleRecipients.result.size, moveRecipients.result.size]).toEqual([0, 0])
+    const deliveries = await readsIn("webhook_deliveries", statements.deliveries())
+    expect(deliveries.result.size).toBe(ns.length)
+    const reads = { recipients, settleRecipients, moveRecipients, deliveries }
+    expect(Object.fromEntries(Object.entries(reads).map(([name, r]) => [name, { seqScans: r.seqScans, fetched: r.fetched <= 2 * ns.length }])))
+      .toEqual(Object.fromEntries(Object.keys(reads).map((name) => [name, { seqScans: 0, fetched: true }])))
+  })
+
+  it("settling, naming and dropping sends and finishing payloads reach their rows by key, never through the pending ones", async () => {
+    const settle = await readsIn("messages", statements.settle())
+    const attach = await readsIn("messages", statements.attach())
+    const drop = await readsIn("messages", statements.drop())
+    const finish = await readsIn("inbound_payloads", statements.finish())
+    expect([settle.result.size, attach.result.size, finish.result.size]).toEqual([0, 0, 0])
+    const reads = { settle, attach, drop, finish }
+    expect(Object.fromEntries(Object.entries(reads).map(([name, r]) => [name, { seqScans: r.seqScans, fetched: r.fetched <= 2 * ns.length }])))
+      .toEqual(Object.fromEntries(Object.keys(reads).map((name) => [name, { seqScans: 0, fetched: true }])))
   })
 })

@@ -11,7 +11,7 @@ import {
 } from "../../../src/ports/InboundStore.ts"
 import { amongKeys, atomically, insertionOrder, KyselyConnection, query, skipLocked } from "../Connection.ts"
 import type { InboundPayloadsTable } from "../Database.ts"
-import { jsonBatch, statementName } from "../JsonBatch.ts"
+import { filterOnly, jsonBatch, statementName } from "../JsonBatch.ts"
 import type { Dialect } from "../Migrations.ts"
 import { rowStatement, runInChunks } from "../RawBatch.ts"
 import { pruneFinishedPayloads } from "../Retention.ts"
@@ -107,7 +107,7 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
         `UPDATE inbound_payloads SET status = r.status, note = r.note, lease_until = NULL, holder = NULL,
           next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at ELSE inbound_payloads.next_attempt_at END,
           processed_at = CASE WHEN r.status = 'pending' THEN inbound_payloads.processed_at ELSE $2 END
-        FROM ${rows} WHERE ${keyIn("inbound_payloads.id")} AND inbound_payloads.id = r.id AND inbound_payloads.holder = r.holder AND inbound_payloads.status = 'pending'
+        FROM ${rows} WHERE ${keyIn("inbound_payloads.id")} AND inbound_payloads.id = r.id AND inbound_payloads.holder = r.holder AND ${filterOnly("inbound_payloads.status")} = 'pending'
         RETURNING inbound_payloads.id`
     })
     // `WHERE true`: SQLite reads an upsert's ON after a bare SELECT … FROM as a join's.

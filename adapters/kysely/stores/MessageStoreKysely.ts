@@ -88,13 +88,18 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
         `INSERT INTO message_statuses (${STATUS_COLUMNS.join(", ")}) SELECT ${columnsOf(STATUS_COLUMNS)} FROM ${rows} WHERE true
         ON CONFLICT DO NOTHING`
     })
+    // On PostgreSQL a probe of (channel_id, external_id) per id (unique: `LIMIT 1` keeps it a probe, never
+    // a join the planner may turn around): a plan kept from a nearly empty table matched only the
+    // channel in the index and read every message of it for each batch.
     const byExternalIds = jsonBatch({
       dialect,
       name: "messages-by-external-ids",
       columns: ["external_id"],
-      template: (_rows, keyIn) =>
-        `SELECT * FROM messages WHERE channel_id = $2 AND ${keyIn("external_id")}
-        AND tenant_id = $3`
+      template: (rows, keyIn) =>
+        dialect === "postgres"
+          ? `SELECT m.* FROM (SELECT DISTINCT external_id FROM ${rows}) AS r CROSS JOIN LATERAL (SELECT * FROM messages
+            WHERE channel_id = $2 AND external_id = r.external_id AND ${filterOnly("tenant_id")} = $3 LIMIT 1) AS m`
+          : `SELECT * FROM messages WHERE channel_id = $2 AND ${keyIn("external_id")} AND ${filterOnly("tenant_id")} = $3`
     })
     // Compare-and-set on the status and `updated_at` read (PostgreSQL's IS NOT DISTINCT FROM is SQLite's IS).
     // No alias for the table: SQLite's RETURNING takes a column qualified by the table's name only.
@@ -116,7 +121,7 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       template: (rows, keyIn) =>
         `UPDATE messages SET external_id = r.external_id, ${MOVED_COLUMNS.map((c) => `${c} = r.${c}`).join(", ")}
         FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2
-        AND messages.status = 'pending' RETURNING messages.id`
+        AND ${filterOnly("messages.status")} = 'pending' RETURNING messages.id`
     })
     // A pending send's operator id from a status naming it: only that column, only while unset.
     const attachStatement = jsonBatch({
@@ -126,14 +131,14 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       template: (rows, keyIn) =>
         `UPDATE messages SET external_id = r.external_id
         FROM ${rows} WHERE ${keyIn("messages.id")} AND messages.id = r.id AND ${filterOnly("messages.tenant_id")} = $2
-        AND messages.channel_id = $3 AND messages.direction = 'outbound' AND messages.status = 'pending'
-        AND messages.external_id IS NULL RETURNING messages.id`
+        AND ${filterOnly("messages.channel_id")} = $3 AND messages.direction = 'outbound' AND ${filterOnly("messages.status")} = 'pending'
+        AND ${filterOnly("messages.external_id")} IS NULL RETURNING messages.id`
     })
     const deletePendingStatement = jsonBatch({
       dialect,
       name: "messages-delete-pending",
       columns: ["id"],
-      template: (_rows, keyIn) => `DELETE FROM messages WHERE ${keyIn("id")} AND tenant_id = $2 AND status = 'pending'`
+      template: (_rows, keyIn) => `DELETE FROM messages WHERE ${keyIn("id")} AND ${filterOnly("tenant_id")} = $2 AND ${filterOnly("status")} = 'pending'`
     })
     const statusesOfMany = jsonBatch({
       dialect,

@@ -114,7 +114,8 @@ const statements = (dialect: Dialect) => ({
         dialect === "postgres" ? " FOR KEY SHARE" : ""
       })`
   }),
-  // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING).
+  // One UPDATE … FROM (rows) per chunk, the same text on both dialects (SQLite ≥ 3.35 for RETURNING); on
+  // PostgreSQL the ids also as an array, so the rows are reached by the primary key whatever the statistics say.
   save: rowStatement<DeliverySave>({
     name: "deliveries-save",
     dialect,
@@ -129,7 +130,7 @@ const statements = (dialect: Dialect) => ({
     text: (rows) =>
       `WITH v (id, ${MACHINE_COLUMNS.join(", ")}, expected_status, expected_attempt) AS (${rows})
       UPDATE webhook_deliveries SET ${MACHINE_COLUMNS.map((c) => `${c} = v.${c}`).join(", ")}, lease_expires_at = NULL
-      FROM v WHERE webhook_deliveries.id = v.id
+      FROM v WHERE webhook_deliveries.id = v.id${dialect === "postgres" ? " AND webhook_deliveries.id = ANY(ARRAY(SELECT id FROM v))" : ""}
         AND (v.expected_status IS NULL
           OR (webhook_deliveries.status = v.expected_status AND webhook_deliveries.attempt_number = v.expected_attempt))
       RETURNING webhook_deliveries.id`
@@ -139,7 +140,9 @@ const statements = (dialect: Dialect) => ({
     dialect,
     columns: ["id"],
     values: (id) => [id],
-    text: (rows) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id IN (${rows})`
+    // By the primary key whatever the statistics say (as `keyIn`): a join on the rows was planned as a
+    // walk of the whole table while its statistics were those of a nearly empty one.
+    text: (rows) => `SELECT ${STATE_COLUMNS.join(", ")} FROM webhook_deliveries WHERE id ${dialect === "postgres" ? `= ANY(ARRAY(${rows}))` : `IN (${rows})`}`
   })
 })
 
