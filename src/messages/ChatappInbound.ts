@@ -209,7 +209,9 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
           const attached = yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
           if (attached.size > 0) read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
         }
-        const settledIds = new Set(read.filter((message) => message.status !== "pending").map((message) => message.external_id))
+        // A pending message is its settlement's to move (by the statuses kept for its id).
+        const settled = read.filter((message) => message.status !== "pending")
+        const settledIds = new Set(settled.map((message) => message.external_id))
         const kept = unsettled.filter(({ event }) => !settledIds.has(event.externalId))
         if (kept.length > 0) {
           yield* messages.recordStatuses(kept.map(({ event }) => ({
@@ -222,9 +224,7 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
             received_at: at
           })))
         }
-        // A pending message is its settlement's to move (by the statuses kept for its id).
-        const moves = new Map(read.filter((message) => message.status !== "pending")
-          .map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
+        const moves = new Map(settled.map((message) => [message.external_id!, { read: message, state: message as MessageRecord, changed: false }]))
         for (const { event } of unsettled) {
           const move = moves.get(event.externalId)
           if (move === undefined) continue
