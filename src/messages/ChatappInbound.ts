@@ -205,11 +205,19 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
           const id = known.has(event.externalId) ? null : messageIdOfReference(event.callbackData)
           if (id !== null) named.set(id, event.externalId)
         }
+        // Read again after naming: a message named here, and one whose settlement this waited for (its
+        // answer was being written, so it was not pending any more when its lock came), are known now.
         if (named.size > 0) {
-          const attached = yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
-          if (attached.size > 0) read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+          yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
+          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
         }
-        // A pending message is its settlement's to move (by the statuses kept for its id).
+        // A pending message is its settlement's to move, by the statuses kept for its id: held until this
+        // transaction ends, so a settlement under way either ended first (the message is read again,
+        // settled, and moved here) or waits, and then reads the statuses kept here.
+        const pending = read.filter((message) => message.status === "pending").map((message) => message.id)
+        if (pending.length > 0 && (yield* messages.holdPending(channel.tenant_id, pending)).size < pending.length) {
+          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+        }
         const settled = read.filter((message) => message.status !== "pending")
         const settledIds = new Set(settled.map((message) => message.external_id))
         const kept = unsettled.filter(({ event }) => !settledIds.has(event.externalId))

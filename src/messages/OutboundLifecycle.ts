@@ -113,9 +113,7 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
         : { ...outcome.message, status: "failed", error: outcome.error, failed_at: outcome.at, updated_at: outcome.at }
     )
     const sentIds = new Set(outcomes.filter((outcome) => outcome._tag === "sent").map((outcome) => outcome.message.id))
-    const caught = new Map((yield* caughtUp(tenantId, next.filter((message) => sentIds.has(message.id)))).map((m) => [m.id, m]))
-    const final = next.map((message) => caught.get(message.id) ?? message)
-    const settled = yield* messages.settlePending(tenantId, final.map((m) => ({
+    const settled = yield* messages.settlePending(tenantId, next.map((m) => ({
       id: m.id,
       external_id: m.external_id,
       status: m.status,
@@ -126,6 +124,28 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
       failed_at: m.failed_at,
       updated_at: m.updated_at
     })))
+    // The statuses kept for them, read once they are written: a status handler that held a message
+    // (`holdPending`) ended before the write could, so what it kept is read here.
+    const written = next.filter((message) => settled.has(message.id) && sentIds.has(message.id))
+    const caught = (yield* caughtUp(tenantId, written)).filter((message, i) => message !== written[i])
+    if (caught.length > 0) {
+      const byId = new Map(written.map((message) => [message.id, message]))
+      yield* messages.moveStatuses(tenantId, caught.map((message) => ({
+        id: message.id,
+        expected: { status: byId.get(message.id)!.status, updated_at: byId.get(message.id)!.updated_at },
+        to: {
+          status: message.status,
+          error: message.error,
+          sent_at: message.sent_at,
+          delivered_at: message.delivered_at,
+          read_at: message.read_at,
+          failed_at: message.failed_at,
+          updated_at: message.updated_at
+        }
+      })))
+    }
+    const moved = new Map(caught.map((message) => [message.id, message]))
+    const final = next.map((message) => moved.get(message.id) ?? message)
     const sentNow = final.filter((message) => settled.has(message.id) && sentIds.has(message.id))
     if (sentNow.length > 0) {
       yield* conversations.noteMessages(tenantId, sentNow.map((message) => ({

@@ -112,6 +112,14 @@ export class MessageStore extends Context.Service<MessageStore, {
     attachments: ReadonlyArray<{ readonly id: string; readonly external_id: string }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
   /**
+   * Of `ids`, the messages of `tenantId` still `pending`, held until the caller's transaction ends
+   * (PostgreSQL: row locks; SQLite's writers take turns anyway): a settlement of one of them waits for
+   * the caller, and one settled by a transaction that ended meanwhile is left out. What a status
+   * handler takes before it keeps a status for its message's settlement, so the two cannot pass
+   * each other.
+   */
+  readonly holdPending: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>, StorageError>
+  /**
    * Settles outbound messages of `tenantId` still `pending` with what their transport answered: the
    * operator's `external_id` and the status state (`status`, `error`, the four times, `updated_at`),
    * and resolves to the ids it settled. Writes only those columns, and only while a message is still

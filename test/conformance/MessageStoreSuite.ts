@@ -660,6 +660,64 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
       })
     })
 
+    describe("holdPending", () => {
+      const holdPending = (tenantId: string, ids: ReadonlyArray<string>) => MessageStore.use((s) => s.holdPending(tenantId, ids))
+
+      it("resolves to the ids of the tenant's messages still pending, leaving out settled, received, unknown and another tenant's, and writes nothing", async () => {
+        const { a, b, conversationOfB, messageOfA } = await h().run(twoTenants)
+        const ofA = conversationRecord(a.id)
+        const [first, second] = [pendingOf(ofA), pendingOf(ofA, { external_id: "wamid.NAMED" })]
+        const sent = messageRecord(ofA, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000") })
+        const ofB = pendingOf(conversationOfB)
+        await h().run(insertAll([first, second, sent, ofB]))
+        const before = { a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }
+
+        const held = await h().run(holdPending(a.id, [first.id, second.id, sent.id, messageOfA.id, ofB.id, globalThis.crypto.randomUUID()]))
+        expect(held).toEqual(new Set([first.id, second.id]))
+        expect(await h().run(holdPending(a.id, []))).toEqual(new Set())
+        expect({ a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }).toEqual(before)
+      })
+
+      it("waits for a settlement in another open transaction, then leaves the settled message out (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [settling, waiting] = [pendingOf(conversation), pendingOf(conversation)]
+        await h().run(insertAll([settling, waiting]))
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: settlePending(tenant.id, [outcomeOf(settling, accepted())]),
+            finish: () => Effect.void,
+            contend: holdPending(tenant.id, [settling.id, waiting.id])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the settlement committed, it would have held a message already settled.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([waiting.id]))
+      })
+
+      it("keeps a settlement in another transaction waiting until it ends (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const held = pendingOf(conversation)
+        await h().run(insertAll([held]))
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: holdPending(tenant.id, [held.id]),
+            finish: () => Effect.void,
+            contend: settlePending(tenant.id, [outcomeOf(held, accepted())])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual(new Set([held.id]))
+      })
+    })
+
     describe("pendingAcrossTenants", () => {
       // Made in 2001, before anything other cases store (the suite's database is shared): only these are older than `before`.
       const old = (second: number) => `2001-01-01T00:00:0${second}.000Z`

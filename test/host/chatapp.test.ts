@@ -1,8 +1,10 @@
 import { createHmac } from "node:crypto"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeGraph, graphError, startFakeGraph, statusesPayload } from "../support/FakeGraph.ts"
 import { admin, adminFailing, type HostProcess, http, startHost } from "../support/Host.ts"
 import { hostBackends } from "../support/HostBackends.ts"
+import { waitUntil } from "../support/Poll.ts"
 
 // The chat-app operator for real, seen from outside: the host as a child process on a manual test
 // clock, pointed at a fake Graph server on loopback; signed operator payloads in, and contacts,
@@ -442,6 +444,102 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
     expect(graph.requests().filter((r) => r.method === "POST" && r.path === `/${PHONE_NUMBER_ID}/messages` && (r.json as { to?: string } | undefined)?.to === from))
       .toHaveLength(2)
     expect((await sentEvents()).map((e) => e.data.message.id)).toEqual([id])
+  })
+
+  // A status and the settlement of its message, each in its own transaction on PostgreSQL: whichever
+  // writes first, the other waits and then sees it, so the status is never left kept and unapplied.
+  // The other side is played by the test's own transaction, held open until the host's waits for it.
+  it.runIf(backend.name === "PostgreSQL")("a status and its message's settlement never pass each other: whichever comes second waits and applies the status", async () => {
+    const from = "4917600000008"
+    await post(payload({ id: WABA_ID, changes: [messagesChange(PHONE_NUMBER_ID, { contacts: [{ wa_id: from, name: "Ida" }], messages: [text(from, "hi")] })] }))
+    await drain()
+    const conversation = await conversationOf((await contactByPhone(`+${from}`)).id)
+    const lostSend = async (body: string) => {
+      graph.scriptRecipient(from, { drop: true })
+      const lost = await api("POST", "/messages", { conversation_id: conversation.id, text: body })
+      expect(lost.status).toBe(504)
+      const id = lost.body.detail.message_id as string
+      return { id, sent: graph.sends().filter((sent) => sent.callbackData === `omnichannel-message:${id}`) }
+    }
+    const client = new pg.Client({ connectionString: env.DATABASE_URL })
+    await client.connect()
+    // Runs `work` while the test's transaction holds what it wrote, committed once a host backend waits
+    // for it (or `work` ended without waiting, which the checks after then show).
+    const whileHeld = async (hold: () => Promise<void>, work: () => Promise<void>) => {
+      await client.query("BEGIN")
+      await hold()
+      const pid = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number
+      let ended = false
+      const working = work().finally(() => {
+        ended = true
+      })
+      await waitUntil("the host waits for the test's transaction", async () =>
+        ended || (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [pid])).rows[0].n > 0)
+      await client.query("COMMIT")
+      await working
+    }
+    try {
+      // 1. The settlement writes first (the message's answer came): the status, naming the message by
+      // its send's reference, waits for it, then finds the message sent and moves it.
+      const first = await lostSend("eins")
+      await whileHeld(
+        async () => {
+          await client.query("UPDATE messages SET status = 'sent', external_id = $2, sent_at = $3, updated_at = $3 WHERE id = $1",
+            [first.id, first.sent[0]!.wamid, new Date(1764150030_000).toISOString()])
+        },
+        async () => {
+          expect((await post(statusesPayload(WABA_ID, first.sent, "delivered", 1764150040))).status).toBe(200)
+          await drain()
+        }
+      )
+      expect((await api("GET", `/messages/${first.id}`)).body).toMatchObject({ status: "delivered", delivered_at: new Date(1764150040_000).toISOString() })
+
+      // 2. As 1, for a message a status named earlier: the status handler finds it pending, waits to
+      // hold it, then finds it sent and moves it instead of keeping the status.
+      const named = await lostSend("drei")
+      expect((await post(statusesPayload(WABA_ID, named.sent, "sent", 1764150070))).status).toBe(200)
+      await drain()
+      await whileHeld(
+        async () => {
+          await client.query("UPDATE messages SET status = 'sent', sent_at = $2, updated_at = $2 WHERE id = $1",
+            [named.id, new Date(1764150070_000).toISOString()])
+        },
+        async () => {
+          expect((await post(statusesPayload(WABA_ID, named.sent, "read", 1764150080))).status).toBe(200)
+          await drain()
+        }
+      )
+      expect((await api("GET", `/messages/${named.id}`)).body).toMatchObject({ status: "read", read_at: new Date(1764150080_000).toISOString() })
+
+      // 3. The status comes first: a status handler holds the pending message and keeps the status; the
+      // settlement (here the sweep of unanswered sends) waits for it, then applies what it kept.
+      const second = await lostSend("zwei")
+      expect((await post(statusesPayload(WABA_ID, second.sent, "sent", 1764150050))).status).toBe(200)
+      await drain()
+      const row = (await client.query("SELECT tenant_id, channel_id, external_id, status FROM messages WHERE id = $1", [second.id])).rows[0]
+      expect(row).toMatchObject({ external_id: second.sent[0]!.wamid, status: "pending" })
+      await whileHeld(
+        async () => {
+          await client.query("SELECT id FROM messages WHERE id = $1 FOR UPDATE", [second.id])
+          await client.query(
+            `INSERT INTO message_statuses (tenant_id, channel_id, external_id, status, occurred_at, error, received_at)
+             VALUES ($1, $2, $3, 'delivered', $4, NULL, $4)`,
+            [row.tenant_id, row.channel_id, row.external_id, new Date(1764150060_000).toISOString()]
+          )
+        },
+        async () => {
+          await advance(301)
+          await drain()
+        }
+      )
+      expect((await api("GET", `/messages/${second.id}`)).body).toMatchObject({
+        status: "delivered",
+        sent_at: new Date(1764150050_000).toISOString(),
+        delivered_at: new Date(1764150060_000).toISOString()
+      })
+    } finally {
+      await client.end()
+    }
   })
 
   it("keeps what it cannot route, answers 200, and never leaks across tenants", async () => {
