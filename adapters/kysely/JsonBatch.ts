@@ -53,6 +53,12 @@ const NAME_PREFIX = "/* omni:"
 export const jsonBatch = (options: {
   readonly dialect: Dialect
   readonly name: string
+  /**
+   * `false`: never kept prepared on PostgreSQL, so planned at each run for the values given (a
+   * statement whose generic plan, made on a nearly empty table, would walk many rows: see
+   * `plan_cache_mode` in KyselyStorage). Its text still names it, for statement logs.
+   */
+  readonly prepared?: boolean
   readonly columns: ReadonlyArray<BatchColumn>
   readonly template: (rows: string, keyIn: (column: string, rowColumn?: string) => string) => string
 }): JsonBatch => {
@@ -66,7 +72,7 @@ export const jsonBatch = (options: {
     postgres
       ? `${column} = ANY(ARRAY(SELECT k.${rowColumn} FROM json_to_recordset($1::json) AS k(${rowColumn} ${typeOf.get(rowColumn) ?? "text"})))`
       : `${column} IN (SELECT json_extract(value, '$.${rowColumn}') FROM json_each($1))`
-  const written = `${statementName(options.name)}${options.template(rows, keyIn)}`
+  const written = `${options.prepared === false ? `/* omni-unprepared:${options.name} */ ` : statementName(options.name)}${options.template(rows, keyIn)}`
   // better-sqlite3 binds only `?` by position: each `$n` becomes `?`, its value placed where it appears.
   const order = options.dialect === "postgres" ? undefined : Array.from(written.matchAll(/\$(\d+)/g), (m) => Number(m[1]) - 1)
   const text = order === undefined ? written : written.replace(/\$\d+/g, "?")

@@ -160,6 +160,9 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const recipientsByExternalIds = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-by-external-ids",
+      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
+      // channel's recipients for each batch (its keys have no column of their own to look up by).
+      prepared: false,
       columns: ["external_id"],
       template: (_rows, keyIn) =>
         `SELECT * FROM campaign_recipients WHERE channel_id = $2
@@ -168,6 +171,9 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const moveRecipients = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-move",
+      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
+      // channel's recipients for each batch (its keys have no column of their own to look up by).
+      prepared: false,
       columns: ["campaign_id", ["seq", "integer"], "expected", "state", "error", "updated_at"],
       template: (rows, keyIn) =>
         `UPDATE campaign_recipients SET state = r.state, error = r.error, updated_at = r.updated_at
@@ -178,6 +184,9 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const settleRecipients = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-settle",
+      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
+      // channel's recipients for each batch (its keys have no column of their own to look up by).
+      prepared: false,
       columns: [["seq", "integer"], "expected", "state", "handed_at", "message_id", "external_id", "error", "updated_at"],
       template: (rows, keyIn) =>
         `UPDATE campaign_recipients SET state = r.state, handed_at = r.handed_at, message_id = r.message_id,
