@@ -24,6 +24,7 @@ import type { OutboxStore } from "../ports/OutboxStore.ts"
 import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
 import { type Message, type MessageAttachmentWire, toMessage } from "./Message.ts"
 import { applyStatus } from "./MessageStatusMachine.ts"
+import { statusColumnsOf } from "./OutboundLifecycle.ts"
 
 /** Largest media file fetched from the operator: its own cap, on documents. */
 export const MAX_MEDIA_BYTES = 100 * 1024 * 1024
@@ -245,15 +246,7 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
           changed.map(({ read, state }) => ({
             id: read.id,
             expected: { status: read.status, updated_at: read.updated_at },
-            to: {
-              status: state.status,
-              error: state.error,
-              sent_at: state.sent_at,
-              delivered_at: state.delivered_at,
-              read_at: state.read_at,
-              failed_at: state.failed_at,
-              updated_at: state.updated_at
-            }
+            to: statusColumnsOf(state)
           }))
         )
         return new Set(changed.filter(({ read }) => !moved.has(read.id)).map(({ read }) => read.external_id))

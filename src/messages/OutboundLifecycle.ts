@@ -43,6 +43,17 @@ export interface OutboundLifecycleDeps {
   readonly messageEvent: (type: "message.sent", message: Message) => Effect.Effect<EventEnvelope>
 }
 
+/** The columns a settlement or a status move writes of a message, as `message` holds them. */
+export const statusColumnsOf = (message: MessageRecord) => ({
+  status: message.status,
+  error: message.error,
+  sent_at: message.sent_at,
+  delivered_at: message.delivered_at,
+  read_at: message.read_at,
+  failed_at: message.failed_at,
+  updated_at: message.updated_at
+})
+
 /** A pending outbound message of `draft`, made at `at` with id `id`. */
 export const pendingMessage = (draft: OutboundDraft, id: string, at: string): MessageRecord => ({
   id,
@@ -113,17 +124,7 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
         : { ...outcome.message, status: "failed", error: outcome.error, failed_at: outcome.at, updated_at: outcome.at }
     )
     const sentIds = new Set(outcomes.filter((outcome) => outcome._tag === "sent").map((outcome) => outcome.message.id))
-    const settled = yield* messages.settlePending(tenantId, next.map((m) => ({
-      id: m.id,
-      external_id: m.external_id,
-      status: m.status,
-      error: m.error,
-      sent_at: m.sent_at,
-      delivered_at: m.delivered_at,
-      read_at: m.read_at,
-      failed_at: m.failed_at,
-      updated_at: m.updated_at
-    })))
+    const settled = yield* messages.settlePending(tenantId, next.map((m) => ({ id: m.id, external_id: m.external_id, ...statusColumnsOf(m) })))
     // The statuses kept for them, read once they are written: a status handler that held a message
     // (`holdPending`) ended before the write could, so what it kept is read here.
     const written = next.filter((message) => settled.has(message.id) && sentIds.has(message.id))
@@ -133,15 +134,7 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
       yield* messages.moveStatuses(tenantId, caught.map((message) => ({
         id: message.id,
         expected: { status: byId.get(message.id)!.status, updated_at: byId.get(message.id)!.updated_at },
-        to: {
-          status: message.status,
-          error: message.error,
-          sent_at: message.sent_at,
-          delivered_at: message.delivered_at,
-          read_at: message.read_at,
-          failed_at: message.failed_at,
-          updated_at: message.updated_at
-        }
+        to: statusColumnsOf(message)
       })))
     }
     const moved = new Map(caught.map((message) => [message.id, message]))
