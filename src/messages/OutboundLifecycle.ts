@@ -128,16 +128,15 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
     // The statuses kept for them, read once they are written: a status handler that held a message
     // (`holdPending`) ended before the write could, so what it kept is read here.
     const written = next.filter((message) => settled.has(message.id) && sentIds.has(message.id))
-    const caught = (yield* caughtUp(tenantId, written)).filter((message, i) => message !== written[i])
+    const caught = (yield* caughtUp(tenantId, written)).flatMap((state, i) => (state === written[i] ? [] : [{ from: written[i]!, state }]))
     if (caught.length > 0) {
-      const byId = new Map(written.map((message) => [message.id, message]))
-      yield* messages.moveStatuses(tenantId, caught.map((message) => ({
-        id: message.id,
-        expected: { status: byId.get(message.id)!.status, updated_at: byId.get(message.id)!.updated_at },
-        to: statusColumnsOf(message)
+      yield* messages.moveStatuses(tenantId, caught.map(({ from, state }) => ({
+        id: state.id,
+        expected: { status: from.status, updated_at: from.updated_at },
+        to: statusColumnsOf(state)
       })))
     }
-    const moved = new Map(caught.map((message) => [message.id, message]))
+    const moved = new Map(caught.map(({ state }) => [state.id, state]))
     const final = next.map((message) => moved.get(message.id) ?? message)
     const sentNow = final.filter((message) => settled.has(message.id) && sentIds.has(message.id))
     if (sentNow.length > 0) {

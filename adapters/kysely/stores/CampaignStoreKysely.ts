@@ -124,6 +124,11 @@ const RECIPIENT_COLUMNS = [
 ] as const satisfies ReadonlyArray<BatchColumn & (keyof CampaignRecipientsTable | readonly [keyof CampaignRecipientsTable, string])>
 const columnName = (column: BatchColumn): string => (typeof column === "string" ? column : column[0])
 
+// The recipients' lookups and moves are planned at each run: a generic plan made on a nearly empty
+// table walked the campaign's or the channel's recipients for each batch (their keys have no column of
+// their own to look up by).
+const PLANNED_EACH_RUN = { prepared: false } as const
+
 /** Compares text code unit by code unit, whatever the database's collation. */
 const byText = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0)
 
@@ -160,9 +165,7 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const recipientsByExternalIds = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-by-external-ids",
-      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
-      // channel's recipients for each batch (its keys have no column of their own to look up by).
-      prepared: false,
+      ...PLANNED_EACH_RUN,
       columns: ["external_id"],
       template: (_rows, keyIn) =>
         `SELECT * FROM campaign_recipients WHERE channel_id = $2
@@ -171,9 +174,7 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const moveRecipients = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-move",
-      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
-      // channel's recipients for each batch (its keys have no column of their own to look up by).
-      prepared: false,
+      ...PLANNED_EACH_RUN,
       columns: ["campaign_id", ["seq", "integer"], "expected", "state", "error", "updated_at"],
       template: (rows, keyIn) =>
         `UPDATE campaign_recipients SET state = r.state, error = r.error, updated_at = r.updated_at
@@ -184,9 +185,7 @@ export const campaignStoreLayer: Layer.Layer<CampaignStore, never, KyselyConnect
     const settleRecipients = jsonBatch({
       dialect: connection.dialect,
       name: "campaign-recipients-settle",
-      // Planned at each run: a generic plan made on a nearly empty table walked the campaign's or the
-      // channel's recipients for each batch (its keys have no column of their own to look up by).
-      prepared: false,
+      ...PLANNED_EACH_RUN,
       columns: [["seq", "integer"], "expected", "state", "handed_at", "message_id", "external_id", "error", "updated_at"],
       template: (rows, keyIn) =>
         `UPDATE campaign_recipients SET state = r.state, handed_at = r.handed_at, message_id = r.message_id,

@@ -185,8 +185,8 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       // out if it is no longer pending.
       holdPending: (tenantId, ids) =>
         ids.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) => {
-          const q = db.selectFrom("messages").select("id").where("id", "in", [...ids]).where(sql`${sql.ref("tenant_id")} || ''`, "=", tenantId)
-            .where(sql`${sql.ref("status")} || ''`, "=", "pending")
+          const q = db.selectFrom("messages").select("id").where("id", "in", [...ids]).where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
+            .where(sql.raw(filterOnly("status")), "=", "pending")
           return (dialect === "postgres" ? q.forUpdate() : q).execute()
         }).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
       // Through messages_pending_idx (created_at, id; status 'pending' as a literal, so the partial index matches).
