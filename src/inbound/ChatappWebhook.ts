@@ -44,16 +44,25 @@ const decoder = new TextDecoder("utf-8", { fatal: true })
 /** Deepest nesting read: the operator's payloads are under ten levels; deeper is not a payload of theirs. */
 export const MAX_PAYLOAD_DEPTH = 64
 
-/** Whether `value` nests no deeper than `max` arrays and objects (iterative: a hostile depth cannot overflow the stack). */
-const nestsWithin = (value: unknown, max: number): boolean => {
-  const stack: Array<readonly [unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop()!
-    if (typeof item !== "object" || item === null) continue
-    if (depth >= max) return false
-    for (const child of Array.isArray(item) ? item : Object.values(item)) {
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
-    }
+/**
+ * Whether JSON text `text` nests no deeper than `max` arrays and objects, read from the text before it
+ * is parsed: one pass over its characters, strings skipped (a walk of the parsed tree cost three times
+ * the parse). Exact for JSON text; text that is not JSON fails its parse anyway.
+ */
+const nestsWithin = (text: string, max: number): boolean => {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      // A string: on to its closing quote, past escaped characters.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i)
+        if (d === 0x5c) i++
+        else if (d === 0x22) break
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return false
+    } else if (c === 0x7d || c === 0x5d) depth--
   }
   return true
 }
@@ -61,8 +70,13 @@ const nestsWithin = (value: unknown, max: number): boolean => {
 // PostgreSQL's text cannot hold U+0000, and no person types it: read as U+FFFD wherever it appears.
 const withoutNul = (_key: string, value: unknown) => (typeof value === "string" ? value.replaceAll("\0", "\uFFFD") : value)
 
-/** A whole number past 2^53 somewhere in the text (a 16-digit id may be one): only then is the reviver below needed. */
-const LONG_INTEGER = /\d{16}/
+/**
+ * A number token of 16 digits or more (past 2^53 it may not be held exactly): only then is the reviver
+ * below needed. A JSON number follows the start, `:`, `[` or `,` (and blanks), so none is missed; digits
+ * inside a string (a conversation id of 32 hex digits often holds 16 in a row) do not count unless a
+ * string itself holds such a run after one of those marks, which only costs the slower parse.
+ */
+const LONG_INTEGER = /(?:^|[:[,])[ \t\r\n]*-?\d{16}/
 /**
  * Reads whole numbers JSON cannot hold exactly (the operator writes some ids, e.g. a template's
  * `message_template_id`, as numbers) as their digits, where the runtime hands revivers the source
@@ -91,8 +105,16 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
   Effect.gen(function*() {
     const notes: Array<string> = []
     let json: unknown
+    let text: string
     try {
-      const text = decoder.decode(body)
+      text = decoder.decode(body)
+    } catch {
+      return { events: [], notes: ["body is not JSON text"] }
+    }
+    if (!nestsWithin(text, MAX_PAYLOAD_DEPTH)) {
+      return { events: [], notes: [`body nests deeper than ${MAX_PAYLOAD_DEPTH} levels`] }
+    }
+    try {
       // Revivers cost: one runs only when a long number may be there, or an escaped `\u0000` (the
       // only way U+0000 gets in: JSON forbids it raw).
       json = LONG_INTEGER.test(text)
@@ -104,9 +126,6 @@ export const parseChatappPayload = (body: Uint8Array): Effect.Effect<ParsedPaylo
       return { events: [], notes: ["body is not JSON text"] }
     }
     if (!isRecord(json)) return { events: [], notes: ["body is not a JSON object"] }
-    if (!nestsWithin(json, MAX_PAYLOAD_DEPTH)) {
-      return { events: [], notes: [`body nests deeper than ${MAX_PAYLOAD_DEPTH} levels`] }
-    }
     if (json.object !== "whatsapp_business_account") {
       notes.push(`object ${JSON.stringify(json.object ?? null)} is not a chat-app business account payload`)
     }

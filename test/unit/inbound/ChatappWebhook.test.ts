@@ -81,6 +81,34 @@ describe("reading operator payloads", () => {
     expect(events[0]).toMatchObject({ kind: "status", status: "failed", error: { code: 131047, title: "Re-engagement message", details: "More than 24 hours have passed" } })
   })
 
+  it("finds a long whole number wherever JSON puts one: after blanks, in an array, negative; and never inside a string", async () => {
+    // Each alone: the whole body is read one way or the other.
+    const valueOf = async (json: string) => {
+      const raw = `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"account_update","value":${json}}]}]}`
+      const { events } = await parse(raw)
+      return events[0]?.kind === "field" ? events[0].value : undefined
+    }
+    expect(await valueOf(`{"a": \n\t 9123456789012345678}`)).toEqual({ a: "9123456789012345678" })
+    expect(await valueOf(`[1,\r\n-9123456789012345679]`)).toEqual([1, "-9123456789012345679"])
+    expect(await valueOf(`[ 9123456789012345678]`)).toEqual(["9123456789012345678"])
+    const strings = { conversation: "00000000000000000000000000001f4", text: "ref:9123456789012345678 [9123456789012345678" }
+    expect(await valueOf(JSON.stringify(strings))).toEqual(strings)
+  })
+
+  it("counts nesting by the text's brackets, never those inside strings", async () => {
+    // The root and MAX_PAYLOAD_DEPTH - 1 levels below it: read; strings full of brackets and escaped quotes do not count.
+    let deep: unknown = "bottom"
+    for (let level = 0; level < MAX_PAYLOAD_DEPTH - 1; level++) deep = { deeper: deep }
+    const brackets = `"[{\\"${"{[".repeat(200)}`
+    const { events, notes } = await parse({
+      object: "whatsapp_business_account",
+      deep,
+      entry: [{ id: "1", changes: [change("p1", { statuses: [{ id: "wamid.OUT", status: "read", timestamp: "1764150002", recipient_id: brackets }] })] }]
+    })
+    expect(notes).toEqual([])
+    expect(events).toMatchObject([{ kind: "status", externalId: "wamid.OUT", recipientId: brackets }])
+  })
+
   it("never fails: garbage becomes notes", async () => {
     const account = "whatsapp_business_account"
     let deep: unknown = "bottom"
