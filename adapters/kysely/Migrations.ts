@@ -26,6 +26,7 @@ import * as UnsentAttachments from "./migrations/2026_12_07_0022_unsent_attachme
 import * as LookupsByContact from "./migrations/2026_12_07_0023_lookups_by_contact.ts"
 import * as RecipientsByState from "./migrations/2026_12_07_0024_recipients_by_state.ts"
 import * as PendingMessages from "./migrations/2026_12_07_0025_pending_messages.ts"
+import * as StatusMovesInPlace from "./migrations/2026_12_08_0026_status_moves_in_place.ts"
 
 /** The SQL dialects the adapter speaks. */
 export type Dialect = "sqlite" | "postgres"
@@ -58,7 +59,8 @@ const MIGRATIONS: ReadonlyArray<readonly [string, Up]> = [
   ["2026_12_07_0022_unsent_attachments", UnsentAttachments.up],
   ["2026_12_07_0023_lookups_by_contact", LookupsByContact.up],
   ["2026_12_07_0024_recipients_by_state", RecipientsByState.up],
-  ["2026_12_07_0025_pending_messages", PendingMessages.up]
+  ["2026_12_07_0025_pending_messages", PendingMessages.up],
+  ["2026_12_08_0026_status_moves_in_place", StatusMovesInPlace.up]
 ]
 
 /**

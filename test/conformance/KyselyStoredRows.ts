@@ -243,8 +243,8 @@ export const kyselyStoredRows = (db: Kysely<Database>): StoredRows => ({
   },
   messages: async (tenantId) => {
     const rows = await db.selectFrom("messages").selectAll().where("tenant_id", "=", tenantId).execute()
-    // PostgreSQL's `seq` is the insertion order (migration 0008), not a field of the record.
-    return rows.map(({ seq: _seq, ...row }: typeof rows[number] & { readonly seq?: unknown }) => ({
+    // PostgreSQL's `seq` is the insertion order (migration 0008) and `pending_at` the sweep's key (0026), not fields of the record.
+    return rows.map(({ seq: _seq, pending_at: _pendingAt, ...row }: typeof rows[number] & { readonly seq?: unknown; readonly pending_at?: unknown }) => ({
       ...row,
       direction: direction(row.direction),
       status: messageStatus(row.status),

@@ -40,8 +40,10 @@ const errorFromText = (text: string | null): MessageError | null => (text === nu
 
 const errorToText = (error: MessageError | null): string | null => (error === null ? null : JSON.stringify(error))
 
-// `seq` (PostgreSQL's insertion order) is a storage detail, not part of the record.
-const fromRow = ({ seq: _seq, ...row }: MessagesTable & { readonly seq?: unknown }): MessageRecord => ({
+// `seq` (PostgreSQL's insertion order) and `pending_at` (generated, for the sweep's index) are storage details.
+const fromRow = (
+  { seq: _seq, pending_at: _pendingAt, ...row }: MessagesTable & { readonly seq?: unknown; readonly pending_at?: unknown }
+): MessageRecord => ({
   ...row,
   direction: row.direction as MessageDirection,
   status: row.status as MessageStatus,
@@ -189,17 +191,19 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
             .where(sql.raw(filterOnly("status")), "=", "pending")
           return (dialect === "postgres" ? q.forUpdate() : q).execute()
         }).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
-      // Through messages_pending_idx (created_at, id; status 'pending' as a literal, so the partial index matches).
+      // Through messages_pending_at_idx (pending_at, id; `pending_at IS NOT NULL` as the partial index says,
+      // so it matches): a pending message's `pending_at` is its `created_at` (migration 0026).
       pendingAcrossTenants: (before, after, limit) =>
         query(connection, (db) => {
-          let q = db.selectFrom("messages").selectAll().where(sql.ref("status"), "=", sql.lit("pending"))
-            .where("created_at", "<", before).where("direction", "=", "outbound").where("message_type", "<>", "email")
+          const pendingAt = sql.ref<string>("pending_at")
+          let q = db.selectFrom("messages").selectAll().where(pendingAt, "is not", null)
+            .where(pendingAt, "<", before).where("direction", "=", "outbound").where("message_type", "<>", "email")
           if (after !== null) {
             q = q.where((eb) =>
-              eb.or([eb("created_at", ">", after.created_at), eb.and([eb("created_at", "=", after.created_at), eb("id", ">", after.id)])])
+              eb.or([eb(pendingAt, ">", after.created_at), eb.and([eb(pendingAt, "=", after.created_at), eb("id", ">", after.id)])])
             )
           }
-          return q.orderBy("created_at").orderBy("id").limit(limit).execute()
+          return q.orderBy(pendingAt).orderBy("id").limit(limit).execute()
         }).pipe(Effect.map((rows) => rows.map(fromRow))),
       deletePending: (tenantId, ids) =>
         ids.length === 0 ? Effect.void : query(connection, (db) => deletePendingStatement.run(db, ids.map((id) => ({ id })), [tenantId]))
