@@ -47,7 +47,8 @@ export const retryDelaySeconds = (attempt: number): number =>
   [10, 60, 300, 900, 1800, 3600, 7200][Math.min(Math.max(attempt, 1), 7) - 1]!
 
 // A concurrent writer creating the same contact or conversation makes the loser's transaction fail
-// on a unique index; the item is simply handled again, finding what the winner made.
+// on a unique index, and PostgreSQL ends one of two transactions that wait for each other (a deadlock,
+// `Unavailable` like a lost connection); the work is simply done again, finding what the winner made.
 const CONFLICT_RETRIES = 3
 
 const NOTE_LIMIT = 2000
@@ -82,7 +83,7 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
           const result = yield* Effect.result(effect)
           if (result._tag === "Success") return result.success
           const error = result.failure
-          if (!(error instanceof StorageError && error.reason === "UniqueViolation") || i >= CONFLICT_RETRIES) {
+          if (!(error instanceof StorageError && (error.reason === "UniqueViolation" || error.isRetryable)) || i >= CONFLICT_RETRIES) {
             return yield* Effect.fail(error)
           }
         }

@@ -159,7 +159,10 @@ export const settleStatuses = (
   attempt: (channel: InboundChannel, inputs: ReadonlyArray<ChatappStatusInput>) => Effect.Effect<ReadonlySet<string | null>, StorageError>
 ): Effect.Effect<void, StorageError> =>
   Effect.gen(function*() {
-    for (const group of groupBy(inputs, ({ channel }) => channel.id).values()) {
+    // Channel by channel in their ids' order, so two batches that hold messages of the same channels
+    // take them in the same order.
+    const groups = [...groupBy(inputs, ({ channel }) => channel.id)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    for (const [, group] of groups) {
       let unsettled: ReadonlyArray<ChatappStatusInput> = group
       for (let round = 0; unsettled.length > 0; round++) {
         if (round === STATUS_MOVE_ROUNDS) {

@@ -196,7 +196,10 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
     yield* settleStatuses(inputs, "message statuses", (channel, unsettled) =>
       Effect.gen(function*() {
         const externalIds = [...new Set(unsettled.map(({ event }) => event.externalId))]
-        let read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+        // Held until the transaction ends: another worker moving some of the same messages waits for this
+        // one (or this for it, reading what it wrote), so a move never finds its message moved meanwhile.
+        const hold = { hold: true } as const
+        let read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds, hold)
         // A status of a send whose answer has not been written (still on its way, or lost with the
         // process that sent it) names its message by the send's reference: the message takes the
         // operator's id and stays pending for its settlement, which applies the statuses kept below.
@@ -210,14 +213,14 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
         // answer was being written, so it was not pending any more when its lock came), are known now.
         if (named.size > 0) {
           yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
-          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds, hold)
         }
         // A pending message is its settlement's to move, by the statuses kept for its id: held until this
         // transaction ends, so a settlement under way either ended first (the message is read again,
         // settled, and moved here) or waits, and then reads the statuses kept here.
         const pending = read.filter((message) => message.status === "pending").map((message) => message.id)
         if (pending.length > 0 && (yield* messages.holdPending(channel.tenant_id, pending)).size < pending.length) {
-          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds)
+          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds, hold)
         }
         const settled = read.filter((message) => message.status !== "pending")
         const settledIds = new Set(settled.map((message) => message.external_id))

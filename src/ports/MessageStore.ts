@@ -80,11 +80,18 @@ export class MessageStore extends Context.Service<MessageStore, {
   readonly insertMany: (messages: ReadonlyArray<MessageRecord>) => Effect.Effect<void, StorageError>
   /** The batch form of `recordStatus`: keeps each report not kept already (the same status of one id once). */
   readonly recordStatuses: (reports: ReadonlyArray<MessageStatusReport>) => Effect.Effect<void, StorageError>
-  /** The messages the operator knows by `externalIds` on `channelId` (any order; unknown ids are left out). */
+  /**
+   * The messages the operator knows by `externalIds` on `channelId` (any order; unknown ids are left
+   * out). With `hold`, each is held until the caller's transaction ends (PostgreSQL: row locks, taken
+   * in the messages' id order whoever asks, so two callers holding overlapping sets wait for each other
+   * and never deadlock; SQLite's writers take turns anyway), and a message another transaction was
+   * writing is read as that transaction left it: what a status handler reads before it moves them.
+   */
   readonly findByExternalIds: (
     tenantId: string,
     channelId: string,
-    externalIds: ReadonlyArray<string>
+    externalIds: ReadonlyArray<string>,
+    options?: { readonly hold?: boolean }
   ) => Effect.Effect<ReadonlyArray<MessageRecord>, StorageError>
   /**
    * Moves messages of `tenantId` to a new status state (`status`, `error` and the four times, with

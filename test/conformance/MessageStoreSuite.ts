@@ -88,8 +88,11 @@ const moveOf = (message: MessageRecord, to: Partial<StatusState>) => ({
 const moveStatuses = (tenantId: string, moves: ReadonlyArray<ReturnType<typeof moveOf>>) =>
   MessageStore.use((s) => s.moveStatuses(tenantId, moves))
 
-const findByExternalIds = (h: UseMessages, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
-  h().run(MessageStore.use((s) => s.findByExternalIds(tenantId, channelId, externalIds))).then((found) => [...found].sort(byId))
+const findByExternalIds = (h: UseMessages, tenantId: string, channelId: string, externalIds: ReadonlyArray<string>, hold = false) =>
+  h().run(MessageStore.use((s) => s.findByExternalIds(tenantId, channelId, externalIds, { hold }))).then((found) => [...found].sort(byId))
+
+const holdByExternalIds = (tenantId: string, channelId: string, externalIds: ReadonlyArray<string>) =>
+  MessageStore.use((s) => s.findByExternalIds(tenantId, channelId, externalIds, { hold: true })).pipe(Effect.map((found) => [...found].sort(byId)))
 
 /** An outbound message of `conversation` not yet handed to its transport. */
 const pendingOf = (conversation: ReturnType<typeof conversationRecord>, overrides: Partial<MessageRecord> = {}) =>
@@ -478,9 +481,11 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
         await h().run(insertAll([second, elsewhere, theirsHere]))
 
         const asked = [messageOfA.external_id!, second.external_id!, second.external_id!, "wamid.unknown", theirsHere.external_id!, messageOfB.external_id!]
-        expect(await findByExternalIds(h, a.id, messageOfA.channel_id, asked)).toEqual([messageOfA, second].sort(byId))
-        expect(await findByExternalIds(h, b.id, messageOfA.channel_id, asked)).toEqual([theirsHere])
-        expect(await findByExternalIds(h, a.id, messageOfA.channel_id, [])).toEqual([])
+        for (const hold of [false, true]) {
+          expect(await findByExternalIds(h, a.id, messageOfA.channel_id, asked, hold)).toEqual([messageOfA, second].sort(byId))
+          expect(await findByExternalIds(h, b.id, messageOfA.channel_id, asked, hold)).toEqual([theirsHere])
+          expect(await findByExternalIds(h, a.id, messageOfA.channel_id, [], hold)).toEqual([])
+        }
       })
 
       it("finds 1,200 messages in one call, by awkward and JSON-looking operator ids too", async () => {
@@ -492,6 +497,51 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
 
         const asked = [...messages.map((m) => m.external_id!), "wamid.unknown", `{"a": 1}`]
         expect(await findByExternalIds(h, tenant.id, conversation.channel_id, asked)).toEqual([...messages].sort(byId))
+        expect(await findByExternalIds(h, tenant.id, conversation.channel_id, asked, true)).toEqual([...messages].sort(byId))
+      })
+
+      it("held, waits for a move in another open transaction and reads the message as it left it (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const sent = messageRecord(conversation, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000"), updated_at: at("11:00:00.000") })
+        await h().run(insertAll([sent]))
+        const delivered = { status: "delivered", delivered_at: at("11:00:05.000"), updated_at: at("11:00:05.000") } as const
+
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: moveStatuses(tenant.id, [moveOf(sent, delivered)]),
+            finish: () => Effect.void,
+            contend: holdByExternalIds(tenant.id, conversation.channel_id, [sent.external_id!])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        // Answering before the move committed, it would have handed out the message as it was before.
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual([{ ...sent, ...delivered }])
+      })
+
+      it("held, takes its messages in their ids' order whatever order they are asked in, so two holders never deadlock (needs several connections)", async (ctx) => {
+        const transactor = await contentionTransactor(h())
+        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
+        const { tenant } = await h().run(seedTenant)
+        const conversation = conversationRecord(tenant.id)
+        const [low, high] = [messageRecord(conversation), messageRecord(conversation)].sort(byId)
+        await h().run(insertAll([low!, high!]))
+        const channel = conversation.channel_id
+
+        // The first holds the lower one; the second asks for both, the higher first, and waits for the
+        // lower holding nothing; so the first can still take the higher. Taken in the order asked, the
+        // second would hold the higher while it waits, and the two would wait for each other.
+        const { whileHeld, after } = await h().run(
+          contend({
+            hold: holdByExternalIds(tenant.id, channel, [low!.external_id!]),
+            finish: () => holdByExternalIds(tenant.id, channel, [high!.external_id!]),
+            contend: holdByExternalIds(tenant.id, channel, [high!.external_id!, low!.external_id!])
+          }).pipe(Effect.provideService(Transactor, transactor!))
+        )
+        expect(whileHeld).toEqual(Option.none())
+        expect(after).toEqual([low, high])
       })
     })
 

@@ -103,6 +103,21 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
             WHERE channel_id = $2 AND external_id = r.external_id AND ${filterOnly("tenant_id")} = $3 LIMIT 1) AS m`
           : `SELECT * FROM messages WHERE channel_id = $2 AND ${keyIn("external_id")} AND ${filterOnly("tenant_id")} = $3`
     })
+    // The same messages held until the transaction ends, locked in id order whoever asks (PostgreSQL): two
+    // transactions holding overlapping batches wait for each other instead of deadlocking, and a row
+    // read after a wait is the version its holder left. SQLite's writers take turns anyway.
+    const holdByExternalIds = dialect === "postgres"
+      ? jsonBatch({
+        dialect,
+        name: "messages-hold-by-external-ids",
+        columns: ["external_id"],
+        template: (rows) =>
+          `SELECT * FROM messages WHERE id = ANY(ARRAY(SELECT m.id FROM (SELECT DISTINCT external_id FROM ${rows}) AS r
+            CROSS JOIN LATERAL (SELECT id FROM messages WHERE channel_id = $2 AND external_id = r.external_id
+              AND ${filterOnly("tenant_id")} = $3 LIMIT 1) AS m)) AND ${filterOnly("tenant_id")} = $3
+          ORDER BY id FOR UPDATE`
+      })
+      : byExternalIds
     // Compare-and-set on the status and `updated_at` read (PostgreSQL's IS NOT DISTINCT FROM is SQLite's IS).
     // No alias for the table: SQLite's RETURNING takes a column qualified by the table's name only.
     const same = dialect === "postgres" ? "IS NOT DISTINCT FROM" : "IS"
@@ -155,9 +170,10 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
       recordStatuses: (reports) =>
         query(connection, (db) => statusesInsert.run(db, reports.map((report) => ({ ...report, error: errorToText(report.error) }))))
           .pipe(Effect.asVoid),
-      findByExternalIds: (tenantId, channelId, externalIds) =>
+      findByExternalIds: (tenantId, channelId, externalIds, options) =>
         query(connection, (db) =>
-          byExternalIds.run<MessagesTable>(db, externalIds.map((external_id) => ({ external_id })), [channelId, tenantId]))
+          (options?.hold === true ? holdByExternalIds : byExternalIds)
+            .run<MessagesTable>(db, externalIds.map((external_id) => ({ external_id })), [channelId, tenantId]))
           .pipe(Effect.map((rows) => rows.map(fromRow))),
       moveStatuses: (tenantId, moves) =>
         query(connection, (db) =>
