@@ -83,7 +83,7 @@ export class MessageStore extends Context.Service<MessageStore, {
   /**
    * The messages the operator knows by `externalIds` on `channelId` (any order; unknown ids are left
    * out). With `hold`, each is held until the caller's transaction ends (PostgreSQL: row locks, taken
-   * in the messages' id order whoever asks, so two callers holding overlapping sets wait for each other
+   * in the operator ids' order whoever asks, so two callers holding overlapping sets wait for each other
    * and never deadlock; SQLite's writers take turns anyway), and a message another transaction was
    * writing is read as that transaction left it: what a status handler reads before it moves them.
    */

@@ -103,19 +103,18 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
             WHERE channel_id = $2 AND external_id = r.external_id AND ${filterOnly("tenant_id")} = $3 LIMIT 1) AS m`
           : `SELECT * FROM messages WHERE channel_id = $2 AND ${keyIn("external_id")} AND ${filterOnly("tenant_id")} = $3`
     })
-    // The same messages held until the transaction ends, locked in id order whoever asks (PostgreSQL): two
-    // transactions holding overlapping batches wait for each other instead of deadlocking, and a row
-    // read after a wait is the version its holder left. SQLite's writers take turns anyway.
+    // The same messages held until the transaction ends, locked in their operator ids' order whoever asks
+    // (PostgreSQL): two transactions holding overlapping batches wait for each other instead of
+    // deadlocking, and a row read after a wait is the version its holder left. Each is locked by its
+    // probe, so each is read once. SQLite's writers take turns anyway.
     const holdByExternalIds = dialect === "postgres"
       ? jsonBatch({
         dialect,
         name: "messages-hold-by-external-ids",
         columns: ["external_id"],
         template: (rows) =>
-          `SELECT * FROM messages WHERE id = ANY(ARRAY(SELECT m.id FROM (SELECT DISTINCT external_id FROM ${rows}) AS r
-            CROSS JOIN LATERAL (SELECT id FROM messages WHERE channel_id = $2 AND external_id = r.external_id
-              AND ${filterOnly("tenant_id")} = $3 LIMIT 1) AS m)) AND ${filterOnly("tenant_id")} = $3
-          ORDER BY id FOR UPDATE`
+          `SELECT m.* FROM (SELECT DISTINCT external_id FROM ${rows} ORDER BY external_id) AS r CROSS JOIN LATERAL (SELECT * FROM messages
+            WHERE channel_id = $2 AND external_id = r.external_id AND ${filterOnly("tenant_id")} = $3 LIMIT 1 FOR UPDATE) AS m`
       })
       : byExternalIds
     // Compare-and-set on the status and `updated_at` read (PostgreSQL's IS NOT DISTINCT FROM is SQLite's IS).
