@@ -285,12 +285,14 @@ export const makeInboundJob = (settings: InboundSettings = DEFAULT_INBOUND_SETTI
             messages.push({ channel, event, attempt, lastAttempt: attempt >= settings.maxAttempts })
           }
         }
-        // Statuses first: the messages' part ends with the conversations' times, the rows other batches
-        // (another worker's) wait for most, so they are held for the shortest time.
-        if (statuses.length > 0) for (const handler of handlers.statuses) yield* handler.handleMany!(statuses)
+        // Statuses last: they hold the messages they move (`findByExternalIds` with `hold`), the rows
+        // another worker's batch waits for most (a message's statuses come in neighbouring payloads), so
+        // those are held for the shortest time; the messages' part ends with the conversations' times,
+        // the rows waited for next.
         if (messages.length > 0) {
           for (const handler of handlers.messages) if (handler.records === true) yield* handler.recordMany!(messages)
         }
+        if (statuses.length > 0) for (const handler of handlers.statuses) yield* handler.handleMany!(statuses)
       }))
 
     // One item through its handlers on its own (its own transaction); what fails is its payload's retry.
