@@ -39,13 +39,15 @@ const afterThisTurn: (f: () => void) => void = typeof globalThis.setImmediate ==
  * `write` stores its rows all or none, so each caller resumes with the outcome of the write that
  * held its row: done once the row is committed, failed when it was not.
  */
-const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Effect<void, StorageError>) => {
+const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Effect<void, StorageError>, atOnce = 1) => {
   const waiting: Array<{ readonly row: PayloadToStore; readonly resume: (exit: Exit.Exit<void, StorageError>) => void }> = []
-  // Whether a write is under way or about to start: a payload arriving then waits for its turn.
-  let writing = false
+  // Writes under way or about to start; while `atOnce` are, a payload arriving waits for the next.
+  let writing = 0
+  // Whether a write is due at the end of this turn.
+  let due = false
   const writeNext = (): void => {
-    writing = waiting.length > 0
-    if (!writing) return
+    if (waiting.length === 0) return
+    writing += 1
     let rows = 0
     let bytes = 0
     for (; rows < waiting.length && rows < GATHER_MAX_ROWS; rows++) {
@@ -55,18 +57,25 @@ const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Eff
     const batch = waiting.splice(0, rows)
     Effect.runCallback(Effect.suspend(() => write(batch.map((waiter) => waiter.row))), {
       onExit: (exit) => {
+        writing -= 1
         // The next write starts before these callers are answered: its commit overlaps their answers.
         writeNext()
         for (const waiter of batch) waiter.resume(exit)
       }
     })
   }
+  // At the end of the turn, the rows gathered go in a write if fewer than `atOnce` are under way;
+  // otherwise they wait for the first to end.
+  const endOfTurn = (): void => {
+    due = false
+    if (writing < atOnce) writeNext()
+  }
   /** Queues `row` for the next write; `resume` is called once with that write's outcome. */
   const push = (row: PayloadToStore, resume: (exit: Exit.Exit<void, StorageError>) => void): void => {
     waiting.push({ row, resume })
-    if (!writing) {
-      writing = true
-      afterThisTurn(writeNext)
+    if (!due && writing < atOnce) {
+      due = true
+      afterThisTurn(endOfTurn)
     }
   }
   return {
@@ -154,7 +163,7 @@ export class InboundService extends Context.Service<InboundService, {
       const blobs = yield* BlobStore
       const signer = yield* HmacSigner
       // Payloads arriving together are stored together (see `gatherWrites`).
-      const writes = gatherWrites(store.insertMany)
+      const writes = gatherWrites(store.insertMany, store.insertsAtOnce)
       const keep = Effect.fnUntraced(function*(
         id: string,
         source: "chatapp" | "email",

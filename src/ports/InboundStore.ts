@@ -78,6 +78,12 @@ export class InboundStore extends Context.Service<InboundStore, {
    */
   readonly insertMany: (payloads: ReadonlyArray<PayloadToStore>) => Effect.Effect<void, StorageError>
   /**
+   * How many `insertMany` calls the edge may have under way at once (default 1). More than one pays
+   * where a write waits on a durable commit while other connections could write meanwhile
+   * (PostgreSQL); where writers take turns anyway (SQLite), one gathers the most into each write.
+   */
+  readonly insertsAtOnce?: number
+  /**
    * Leases up to `limit` pending payloads due at `now` whose lease (if any) has passed, oldest first,
    * until `leaseUntil`, counting the try. Concurrent claimers never take the same payload.
    */

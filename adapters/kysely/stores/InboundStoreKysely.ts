@@ -123,6 +123,9 @@ export const inboundStoreLayer: Layer.Layer<InboundStore, never, KyselyConnectio
       // The payload keeps the trace context of the span that stores it (null when tracing is off).
       insert: (payload) => Effect.flatMap(currentTraceparent, (trace) => insertMany([{ payload, traceContext: trace ?? null }])),
       insertMany,
+      // PostgreSQL: a second write goes in while the first waits on its commit (and their commits may
+      // share a flush); SQLite's writers take turns, so one at a time gathers the most.
+      insertsAtOnce: dialect === "postgres" ? 2 : 1,
       // The due test is written with the partial index's literal term, so SQLite's planner matches it too.
       claim: ({ holder, leaseUntil, limit, now }) =>
         query(connection, (db) => {

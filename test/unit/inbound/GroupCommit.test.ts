@@ -122,6 +122,57 @@ describe.each(databases)("operator payloads arriving together ($name)", (databas
     }
   })
 
+  // PostgreSQL takes a second write while the first waits on its commit: a slow write (here one held
+  // by a lock its trigger waits for) does not hold back the payloads that arrive after it.
+  it.runIf(database.name === "postgres")("stores a payload arriving while a write waits beside it, not after it", async () => {
+    test = await startTestApp(await database.open(), {
+      chatappWebhook: { appSecret: APP_SECRET, verifyToken: "verify" },
+      signer: nodeHmacSigner
+    })
+    const db = test.database.db
+    await sql`CREATE FUNCTION wait_for_marked() RETURNS trigger AS $$
+      BEGIN
+        IF position('held-by-the-test' in convert_from(NEW.body, 'UTF8')) > 0 THEN PERFORM pg_advisory_xact_lock(4242); END IF;
+        RETURN NEW;
+      END $$ LANGUAGE plpgsql`.execute(db)
+    await sql`CREATE TRIGGER wait_for_marked BEFORE INSERT ON inbound_payloads FOR EACH ROW EXECUTE FUNCTION wait_for_marked()`.execute(db)
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let locked!: () => void
+    const isLocked = new Promise<void>((resolve) => (locked = resolve))
+    const holder = db.connection().execute(async (connection) => {
+      await sql`SELECT pg_advisory_lock(4242)`.execute(connection)
+      locked()
+      await released
+      await sql`SELECT pg_advisory_unlock(4242)`.execute(connection)
+    })
+    try {
+      await isLocked
+      const held = textMessagePayload({ businessAccountId: "102290129340398", phoneNumberId: "106540352242922", from: "15550001111", wamid: `wamid.${++payloads}`, text: "held-by-the-test" })
+      let heldStatus: number | undefined
+      const heldAnswer = post(held).then((status) => (heldStatus = status))
+      // Its write is under way once its trigger waits for the lock.
+      for (;;) {
+        const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`.execute(db)
+        if (Number(rows[0]!.n) > 0) break
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      const next = payload()
+      // Bounded: stored after the held one, it would wait as long as the lock is held.
+      const nextStatus = await Promise.race([post(next), new Promise<string>((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5_000))])
+      expect(nextStatus).toBe(200)
+      expect(heldStatus).toBeUndefined()
+      expect(await storedBodies()).toEqual(new Set([next]))
+      release()
+      await heldAnswer
+      expect(heldStatus).toBe(200)
+      expect(await storedBodies()).toEqual(new Set([next, held]))
+    } finally {
+      release()
+      await holder
+    }
+  })
+
   it("keeps with each payload the trace of its own request, though they were written together", async () => {
     // Any tracer other than Effect's native one turns tracing on.
     const tracer = Tracer.make({ span: (options) => Tracer.nativeTracer.span(options) })
