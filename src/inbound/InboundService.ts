@@ -35,7 +35,9 @@ const afterThisTurn: (f: () => void) => void = typeof globalThis.setImmediate ==
  * `GATHER_MAX_ROWS` rows and `GATHER_MAX_BYTES` of bodies each). A burst so pays one durable commit
  * per write rather than one per payload, and does not queue a statement per payload behind a
  * worker's transaction; a lone payload waits for nothing but the end of its turn. Without that wait
- * SQLite would gather nothing: its writes finish before the event loop reads the next request.
+ * SQLite would gather nothing: its writes finish before the event loop reads the next request. Up to
+ * `atOnce` writes may be under way (the store's `insertsAtOnce`): on PostgreSQL a second one goes in
+ * while the first waits on its commit, instead of after it.
  * `write` stores its rows all or none, so each caller resumes with the outcome of the write that
  * held its row: done once the row is committed, failed when it was not.
  */
