@@ -215,13 +215,9 @@ export const makeChatappInbound = (deps: ChatappInboundDeps) => {
           yield* messages.attachExternalIds(channel.tenant_id, channel.id, [...named].map(([id, external_id]) => ({ id, external_id })))
           read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds, hold)
         }
-        // A pending message is its settlement's to move, by the statuses kept for its id: held until this
-        // transaction ends, so a settlement under way either ended first (the message is read again,
-        // settled, and moved here) or waits, and then reads the statuses kept here.
-        const pending = read.filter((message) => message.status === "pending").map((message) => message.id)
-        if (pending.length > 0 && (yield* messages.holdPending(channel.tenant_id, pending)).size < pending.length) {
-          read = yield* messages.findByExternalIds(channel.tenant_id, channel.id, externalIds, hold)
-        }
+        // A message still pending is its settlement's to move, by the statuses kept here for its id: it is
+        // held until this transaction ends, so a settlement under way ended before its read (and it was
+        // read settled) or waits, and then reads the statuses kept here.
         const settled = read.filter((message) => message.status !== "pending")
         const settledIds = new Set(settled.map((message) => message.external_id))
         const kept = unsettled.filter(({ event }) => !settledIds.has(event.externalId))

@@ -126,7 +126,7 @@ export const makeOutboundLifecycle = (deps: OutboundLifecycleDeps) => {
     const sentIds = new Set(outcomes.filter((outcome) => outcome._tag === "sent").map((outcome) => outcome.message.id))
     const settled = yield* messages.settlePending(tenantId, next.map((m) => ({ id: m.id, external_id: m.external_id, ...statusColumnsOf(m) })))
     // The statuses kept for them, read once they are written: a status handler that held a message
-    // (`holdPending`) ended before the write could, so what it kept is read here.
+    // (`findByExternalIds` with `hold`) ended before the write could, so what it kept is read here.
     const written = next.filter((message) => settled.has(message.id) && sentIds.has(message.id))
     const caught = (yield* caughtUp(tenantId, written)).flatMap((state, i) => (state === written[i] ? [] : [{ from: written[i]!, state }]))
     if (caught.length > 0) {

@@ -85,7 +85,9 @@ export class MessageStore extends Context.Service<MessageStore, {
    * out). With `hold`, each is held until the caller's transaction ends (PostgreSQL: row locks, taken
    * in the operator ids' order whoever asks, so two callers holding overlapping sets wait for each other
    * and never deadlock; SQLite's writers take turns anyway), and a message another transaction was
-   * writing is read as that transaction left it: what a status handler reads before it moves them.
+   * writing is read as that transaction left it: what a status handler reads before it moves them, or
+   * keeps their statuses for a pending one's settlement (which then waits for it), so the two cannot
+   * pass each other.
    */
   readonly findByExternalIds: (
     tenantId: string,
@@ -118,14 +120,6 @@ export class MessageStore extends Context.Service<MessageStore, {
     channelId: string,
     attachments: ReadonlyArray<{ readonly id: string; readonly external_id: string }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
-  /**
-   * Of `ids`, the messages of `tenantId` still `pending`, held until the caller's transaction ends
-   * (PostgreSQL: row locks; SQLite's writers take turns anyway): a settlement of one of them waits for
-   * the caller, and one settled by a transaction that ended meanwhile is left out. What a status
-   * handler takes before it keeps a status for its message's settlement, so the two cannot pass
-   * each other.
-   */
-  readonly holdPending: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>, StorageError>
   /**
    * Settles outbound messages of `tenantId` still `pending` with what their transport answered: the
    * operator's `external_id` and the status state (`status`, `error`, the four times, `updated_at`),

@@ -711,57 +711,42 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
       })
     })
 
-    describe("holdPending", () => {
-      const holdPending = (tenantId: string, ids: ReadonlyArray<string>) => MessageStore.use((s) => s.holdPending(tenantId, ids))
-
-      it("resolves to the ids of the tenant's messages still pending, leaving out settled, received, unknown and another tenant's, and writes nothing", async () => {
-        const { a, b, conversationOfB, messageOfA } = await h().run(twoTenants)
-        const ofA = conversationRecord(a.id)
-        const [first, second] = [pendingOf(ofA), pendingOf(ofA, { external_id: "wamid.NAMED" })]
-        const sent = messageRecord(ofA, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000") })
-        const ofB = pendingOf(conversationOfB)
-        await h().run(insertAll([first, second, sent, ofB]))
-        const before = { a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }
-
-        const held = await h().run(holdPending(a.id, [first.id, second.id, sent.id, messageOfA.id, ofB.id, globalThis.crypto.randomUUID()]))
-        expect(held).toEqual(new Set([first.id, second.id]))
-        expect(await h().run(holdPending(a.id, []))).toEqual(new Set())
-        expect({ a: await h().stored.messages(a.id), b: await h().stored.messages(b.id) }).toEqual(before)
-      })
-
-      it("waits for a settlement in another open transaction, then leaves the settled message out (needs several connections)", async (ctx) => {
+    describe("held pending messages and their settlement", () => {
+      it("a held read of a pending message waits for a settlement in another open transaction, then reads it settled (needs several connections)", async (ctx) => {
         const transactor = await contentionTransactor(h())
         ctx.skip(transactor === undefined, NEEDS_CONTENTION)
         const { tenant } = await h().run(seedTenant)
         const conversation = conversationRecord(tenant.id)
-        const [settling, waiting] = [pendingOf(conversation), pendingOf(conversation)]
-        await h().run(insertAll([settling, waiting]))
+        // Named already by a status (its send's reference), still pending.
+        const settling = pendingOf(conversation, { external_id: `wamid.${globalThis.crypto.randomUUID()}` })
+        await h().run(insertAll([settling]))
+        const outcome = { ...accepted(), external_id: settling.external_id }
 
         const { whileHeld, after } = await h().run(
           contend({
-            hold: settlePending(tenant.id, [outcomeOf(settling, accepted())]),
+            hold: settlePending(tenant.id, [outcomeOf(settling, outcome)]),
             finish: () => Effect.void,
-            contend: holdPending(tenant.id, [settling.id, waiting.id])
+            contend: holdByExternalIds(tenant.id, conversation.channel_id, [settling.external_id!])
           }).pipe(Effect.provideService(Transactor, transactor!))
         )
-        // Answering before the settlement committed, it would have held a message already settled.
+        // Answering before the settlement committed, it would have read the message still pending.
         expect(whileHeld).toEqual(Option.none())
-        expect(after).toEqual(new Set([waiting.id]))
+        expect(after).toEqual([{ ...settling, ...outcome }])
       })
 
-      it("keeps a settlement in another transaction waiting until it ends (needs several connections)", async (ctx) => {
+      it("a held read of a pending message keeps its settlement in another transaction waiting until it ends (needs several connections)", async (ctx) => {
         const transactor = await contentionTransactor(h())
         ctx.skip(transactor === undefined, NEEDS_CONTENTION)
         const { tenant } = await h().run(seedTenant)
         const conversation = conversationRecord(tenant.id)
-        const held = pendingOf(conversation)
+        const held = pendingOf(conversation, { external_id: `wamid.${globalThis.crypto.randomUUID()}` })
         await h().run(insertAll([held]))
 
         const { whileHeld, after } = await h().run(
           contend({
-            hold: holdPending(tenant.id, [held.id]),
+            hold: holdByExternalIds(tenant.id, conversation.channel_id, [held.external_id!]),
             finish: () => Effect.void,
-            contend: settlePending(tenant.id, [outcomeOf(held, accepted())])
+            contend: settlePending(tenant.id, [outcomeOf(held, { ...accepted(), external_id: held.external_id })])
           }).pipe(Effect.provideService(Transactor, transactor!))
         )
         expect(whileHeld).toEqual(Option.none())

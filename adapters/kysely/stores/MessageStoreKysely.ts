@@ -198,14 +198,6 @@ export const messageStoreLayer: Layer.Layer<MessageStore, never, KyselyConnectio
         attachments.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) =>
           attachStatement.run<{ readonly id: string }>(db, attachments.map(({ external_id, id }) => ({ id, external_id })), [tenantId, channelId]))
           .pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
-      // By the primary key; after waiting for a row's lock, PostgreSQL reads the row again and leaves it
-      // out if it is no longer pending.
-      holdPending: (tenantId, ids) =>
-        ids.length === 0 ? Effect.succeed(new Set<string>()) : query(connection, (db) => {
-          const q = db.selectFrom("messages").select("id").where("id", "in", [...ids]).where(sql.raw(filterOnly("tenant_id")), "=", tenantId)
-            .where(sql.raw(filterOnly("status")), "=", "pending")
-          return (dialect === "postgres" ? q.forUpdate() : q).execute()
-        }).pipe(Effect.map((rows) => new Set(rows.map((row) => row.id)))),
       // Through messages_pending_at_idx (pending_at, id; `pending_at IS NOT NULL` as the partial index says,
       // so it matches): a pending message's `pending_at` is its `created_at` (migration 0026).
       pendingAcrossTenants: (before, after, limit) =>
