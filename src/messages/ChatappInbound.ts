@@ -19,12 +19,11 @@ import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { AttachmentRecord } from "../ports/AttachmentStore.ts"
 import type { ChatPlatform } from "../ports/ChatPlatform.ts"
-import type { MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import { type MessageRecord, type MessageStore, statusColumnsOf } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import { chatappContentOf, type MediaReference, type MessageContent } from "./ChatappContent.ts"
 import { type Message, type MessageAttachmentWire, toMessage } from "./Message.ts"
 import { applyStatus } from "./MessageStatusMachine.ts"
-import { statusColumnsOf } from "./OutboundLifecycle.ts"
 
 /** Largest media file fetched from the operator: its own cap, on documents. */
 export const MAX_MEDIA_BYTES = 100 * 1024 * 1024

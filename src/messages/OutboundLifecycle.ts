@@ -7,7 +7,7 @@ import type { StorageError } from "../kernel/StorageError.ts"
 import { now } from "../kernel/Timestamp.ts"
 import type { ChatappSent, ChatPlatformError } from "../ports/ChatPlatform.ts"
 import type { ConversationRecord } from "../ports/ConversationStore.ts"
-import type { MessageError, MessageRecord, MessageStore } from "../ports/MessageStore.ts"
+import { type MessageError, type MessageRecord, type MessageStore, statusColumnsOf } from "../ports/MessageStore.ts"
 import type { OutboxStore } from "../ports/OutboxStore.ts"
 import type { Transactor } from "../ports/Transactor.ts"
 import type { Message } from "./Message.ts"
@@ -42,17 +42,6 @@ export interface OutboundLifecycleDeps {
   readonly wireOf: (records: ReadonlyArray<MessageRecord>) => Effect.Effect<ReadonlyArray<Message>, StorageError>
   readonly messageEvent: (type: "message.sent", message: Message) => Effect.Effect<EventEnvelope>
 }
-
-/** The columns a settlement or a status move writes of a message, as `message` holds them. */
-export const statusColumnsOf = (message: MessageRecord) => ({
-  status: message.status,
-  error: message.error,
-  sent_at: message.sent_at,
-  delivered_at: message.delivered_at,
-  read_at: message.read_at,
-  failed_at: message.failed_at,
-  updated_at: message.updated_at
-})
 
 /** A pending outbound message of `draft`, made at `at` with id `id`. */
 export const pendingMessage = (draft: OutboundDraft, id: string, at: string): MessageRecord => ({

@@ -43,6 +43,20 @@ export interface MessageRecord {
   readonly failed_at: string | null
 }
 
+/** The columns a settlement or a status move writes of a message (`settlePending`, `moveStatuses`). */
+export type MessageStatusColumns = Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+
+/** The columns a settlement or a status move writes of a message, as `message` holds them. */
+export const statusColumnsOf = (message: MessageRecord): MessageStatusColumns => ({
+  status: message.status,
+  error: message.error,
+  sent_at: message.sent_at,
+  delivered_at: message.delivered_at,
+  read_at: message.read_at,
+  failed_at: message.failed_at,
+  updated_at: message.updated_at
+})
+
 /** A status the operator reported for a message id, kept even before the message is known here. */
 export interface MessageStatusReport {
   readonly tenant_id: string
@@ -106,7 +120,7 @@ export class MessageStore extends Context.Service<MessageStore, {
     moves: ReadonlyArray<{
       readonly id: string
       readonly expected: Pick<MessageRecord, "status" | "updated_at">
-      readonly to: Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+      readonly to: MessageStatusColumns
     }>
   ) => Effect.Effect<ReadonlySet<string>, StorageError>
   /**

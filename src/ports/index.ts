@@ -48,8 +48,10 @@ export {
   type MessageError,
   type MessageRecord,
   type MessageStatus,
+  type MessageStatusColumns,
   type MessageStatusReport,
-  MessageStore
+  MessageStore,
+  statusColumnsOf
 } from "./MessageStore.ts"
 export { type AttachmentOrigin, type AttachmentRecord, AttachmentStore, type UnsentDeletion } from "./AttachmentStore.ts"
 export {

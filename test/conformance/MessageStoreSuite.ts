@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import type { AccountStore } from "../../src/ports/AccountStore.ts"
-import { type MessageRecord, type MessageStatusReport, MessageStore } from "../../src/ports/MessageStore.ts"
+import { type MessageRecord, type MessageStatusColumns, type MessageStatusReport, MessageStore, statusColumnsOf } from "../../src/ports/MessageStore.ts"
 import type { StorageError } from "../../src/ports/StorageError.ts"
 import type { TenantStore } from "../../src/ports/TenantStore.ts"
 import { Transactor } from "../../src/ports/Transactor.ts"
@@ -67,22 +67,13 @@ const byReport = (a: MessageStatusReport, b: MessageStatusReport) =>
 const awkward = (i: number): string => AWKWARD_TEXTS[i % AWKWARD_TEXTS.length]!
 
 /** The status columns a move writes. */
-type StatusState = Pick<MessageRecord, "status" | "error" | "sent_at" | "delivered_at" | "read_at" | "failed_at" | "updated_at">
+type StatusState = MessageStatusColumns
 
 /** A move of `message` from its state as read to that state with `to` over it. */
 const moveOf = (message: MessageRecord, to: Partial<StatusState>) => ({
   id: message.id,
   expected: { status: message.status, updated_at: message.updated_at },
-  to: {
-    status: message.status,
-    error: message.error,
-    sent_at: message.sent_at,
-    delivered_at: message.delivered_at,
-    read_at: message.read_at,
-    failed_at: message.failed_at,
-    updated_at: message.updated_at,
-    ...to
-  }
+  to: { ...statusColumnsOf(message), ...to }
 })
 
 const moveStatuses = (tenantId: string, moves: ReadonlyArray<ReturnType<typeof moveOf>>) =>
@@ -104,13 +95,7 @@ type Outcome = Parameters<MessageStore["Service"]["settlePending"]>[1][number]
 const outcomeOf = (message: MessageRecord, to: Partial<StatusState & Pick<MessageRecord, "external_id">>): Outcome => ({
   id: message.id,
   external_id: message.external_id,
-  status: message.status,
-  error: message.error,
-  sent_at: message.sent_at,
-  delivered_at: message.delivered_at,
-  read_at: message.read_at,
-  failed_at: message.failed_at,
-  updated_at: message.updated_at,
+  ...statusColumnsOf(message),
   ...to
 })
 
@@ -500,25 +485,44 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
         expect(await findByExternalIds(h, tenant.id, conversation.channel_id, asked, true)).toEqual([...messages].sort(byId))
       })
 
-      it("held, waits for a move in another open transaction and reads the message as it left it (needs several connections)", async (ctx) => {
+      // A sent message moved, and a pending one (named already by a status) settled, in another transaction.
+      const writers = [
+        {
+          writer: "a move",
+          message: (conversation: ReturnType<typeof conversationRecord>) =>
+            messageRecord(conversation, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000"), updated_at: at("11:00:00.000") }),
+          change: () => ({ status: "delivered", delivered_at: at("11:00:05.000"), updated_at: at("11:00:05.000") }) as const,
+          write: (tenantId: string, message: MessageRecord, change: Partial<StatusState>) => moveStatuses(tenantId, [moveOf(message, change)])
+        },
+        {
+          writer: "a settlement",
+          message: (conversation: ReturnType<typeof conversationRecord>) =>
+            pendingOf(conversation, { external_id: `wamid.${globalThis.crypto.randomUUID()}` }),
+          change: () => accepted(),
+          write: (tenantId: string, message: MessageRecord, change: Partial<StatusState & Pick<MessageRecord, "external_id">>) =>
+            settlePending(tenantId, [outcomeOf(message, { ...change, external_id: message.external_id })])
+        }
+      ]
+
+      it.for(writers)("held, waits for $writer in another open transaction and reads the message as it left it (needs several connections)", async ({ change, message, write }, ctx) => {
         const transactor = await contentionTransactor(h())
         ctx.skip(transactor === undefined, NEEDS_CONTENTION)
         const { tenant } = await h().run(seedTenant)
         const conversation = conversationRecord(tenant.id)
-        const sent = messageRecord(conversation, { direction: "outbound", status: "sent", sent_at: at("11:00:00.000"), updated_at: at("11:00:00.000") })
-        await h().run(insertAll([sent]))
-        const delivered = { status: "delivered", delivered_at: at("11:00:05.000"), updated_at: at("11:00:05.000") } as const
+        const written = message(conversation)
+        await h().run(insertAll([written]))
+        const to = { ...change(), external_id: written.external_id }
 
         const { whileHeld, after } = await h().run(
           contend({
-            hold: moveStatuses(tenant.id, [moveOf(sent, delivered)]),
+            hold: write(tenant.id, written, to),
             finish: () => Effect.void,
-            contend: holdByExternalIds(tenant.id, conversation.channel_id, [sent.external_id!])
+            contend: holdByExternalIds(tenant.id, conversation.channel_id, [written.external_id!])
           }).pipe(Effect.provideService(Transactor, transactor!))
         )
-        // Answering before the move committed, it would have handed out the message as it was before.
+        // Answering before the write committed, it would have handed out the message as it was before.
         expect(whileHeld).toEqual(Option.none())
-        expect(after).toEqual([{ ...sent, ...delivered }])
+        expect(after).toEqual([{ ...written, ...to }])
       })
 
       it("held, takes its messages in their operator ids' order whatever order they are asked in, so two holders never deadlock (needs several connections)", async (ctx) => {
@@ -712,28 +716,6 @@ export const messageStoreSuite: Suite<MessageStore | TenantStore | AccountStore,
     })
 
     describe("held pending messages and their settlement", () => {
-      it("a held read of a pending message waits for a settlement in another open transaction, then reads it settled (needs several connections)", async (ctx) => {
-        const transactor = await contentionTransactor(h())
-        ctx.skip(transactor === undefined, NEEDS_CONTENTION)
-        const { tenant } = await h().run(seedTenant)
-        const conversation = conversationRecord(tenant.id)
-        // Named already by a status (its send's reference), still pending.
-        const settling = pendingOf(conversation, { external_id: `wamid.${globalThis.crypto.randomUUID()}` })
-        await h().run(insertAll([settling]))
-        const outcome = { ...accepted(), external_id: settling.external_id }
-
-        const { whileHeld, after } = await h().run(
-          contend({
-            hold: settlePending(tenant.id, [outcomeOf(settling, outcome)]),
-            finish: () => Effect.void,
-            contend: holdByExternalIds(tenant.id, conversation.channel_id, [settling.external_id!])
-          }).pipe(Effect.provideService(Transactor, transactor!))
-        )
-        // Answering before the settlement committed, it would have read the message still pending.
-        expect(whileHeld).toEqual(Option.none())
-        expect(after).toEqual([{ ...settling, ...outcome }])
-      })
-
       it("a held read of a pending message keeps its settlement in another transaction waiting until it ends (needs several connections)", async (ctx) => {
         const transactor = await contentionTransactor(h())
         ctx.skip(transactor === undefined, NEEDS_CONTENTION)

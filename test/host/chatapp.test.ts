@@ -478,19 +478,25 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
       await client.query("COMMIT")
       await working
     }
+    // The test's transaction settles the message (`settlement` with `params`) while the host handles `statuses`.
+    const statusWhileSettling = (settlement: string, params: ReadonlyArray<unknown>, statuses: unknown) =>
+      whileHeld(
+        async () => {
+          await client.query(settlement, [...params])
+        },
+        async () => {
+          expect((await post(statuses)).status).toBe(200)
+          await drain()
+        }
+      )
     try {
       // 1. The settlement writes first (the message's answer came): the status, naming the message by
       // its send's reference, waits for it, then finds the message sent and moves it.
       const first = await lostSend("eins")
-      await whileHeld(
-        async () => {
-          await client.query("UPDATE messages SET status = 'sent', external_id = $2, sent_at = $3, updated_at = $3 WHERE id = $1",
-            [first.id, first.sent[0]!.wamid, new Date(1764150030_000).toISOString()])
-        },
-        async () => {
-          expect((await post(statusesPayload(WABA_ID, first.sent, "delivered", 1764150040))).status).toBe(200)
-          await drain()
-        }
+      await statusWhileSettling(
+        "UPDATE messages SET status = 'sent', external_id = $2, sent_at = $3, updated_at = $3 WHERE id = $1",
+        [first.id, first.sent[0]!.wamid, new Date(1764150030_000).toISOString()],
+        statusesPayload(WABA_ID, first.sent, "delivered", 1764150040)
       )
       expect((await api("GET", `/messages/${first.id}`)).body).toMatchObject({ status: "delivered", delivered_at: new Date(1764150040_000).toISOString() })
 
@@ -499,15 +505,10 @@ describe.each(hostBackends)("the chat-app operator on the reference host ($name)
       const named = await lostSend("drei")
       expect((await post(statusesPayload(WABA_ID, named.sent, "sent", 1764150070))).status).toBe(200)
       await drain()
-      await whileHeld(
-        async () => {
-          await client.query("UPDATE messages SET status = 'sent', sent_at = $2, updated_at = $2 WHERE id = $1",
-            [named.id, new Date(1764150070_000).toISOString()])
-        },
-        async () => {
-          expect((await post(statusesPayload(WABA_ID, named.sent, "read", 1764150080))).status).toBe(200)
-          await drain()
-        }
+      await statusWhileSettling(
+        "UPDATE messages SET status = 'sent', sent_at = $2, updated_at = $2 WHERE id = $1",
+        [named.id, new Date(1764150070_000).toISOString()],
+        statusesPayload(WABA_ID, named.sent, "read", 1764150080)
       )
       expect((await api("GET", `/messages/${named.id}`)).body).toMatchObject({ status: "read", read_at: new Date(1764150080_000).toISOString() })
 
