@@ -43,7 +43,7 @@ const afterThisTurn: (f: () => void) => void = typeof globalThis.setImmediate ==
  */
 const gatherWrites = (write: (rows: ReadonlyArray<PayloadToStore>) => Effect.Effect<void, StorageError>, atOnce = 1) => {
   const waiting: Array<{ readonly row: PayloadToStore; readonly resume: (exit: Exit.Exit<void, StorageError>) => void }> = []
-  // Writes under way or about to start; while `atOnce` are, a payload arriving waits for the next.
+  // Writes under way; while `atOnce` are, a payload arriving waits for one of them to end.
   let writing = 0
   // Whether a write is due at the end of this turn.
   let due = false
